@@ -1,0 +1,59 @@
+# Issuance Console: `make run` (try it) and `make test` (everything CI checks).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
+# Debian packages the real-server tests use (Pebble for ACME, BIND9 for DNS-01, Chromium for the UI).
+SYSTEM_PACKAGES := pebble bind9 bind9-utils chromium
+SYSTEM_BINARIES := /usr/bin/pebble /usr/sbin/named /usr/bin/nsupdate /usr/bin/chromium
+
+.PHONY: run test lint typecheck pytest-sqlite pytest-postgres system-deps venv clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+.dev-env:
+	@umask 077; { \
+	  echo "SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')"; \
+	  echo "KEY_ENCRYPTION_KEY=$$($(PY) -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"; \
+	} > .dev-env
+	@echo "Generated development keys in .dev-env (keep it: it decrypts the stored private keys)."
+
+run: $(STAMP) .dev-env
+	set -a; source .dev-env; set +a; \
+	$(PY) manage.py migrate --noinput && \
+	$(PY) manage.py bootstrap_demo && \
+	$(PY) manage.py serve --host 127.0.0.1 --port 8000
+
+system-deps:
+	@missing=0; for b in $(SYSTEM_BINARIES); do test -x $$b || missing=1; done; \
+	if [ $$missing = 1 ]; then \
+	  echo "Installing $(SYSTEM_PACKAGES) from Debian"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
+	fi
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	KEY_ENCRYPTION_KEY=typecheck DEBUG=1 $(VENV)/bin/mypy console issuance
+
+pytest-sqlite: $(STAMP)
+	DATABASE_URL=sqlite:///$(CURDIR)/var/test.sqlite3 $(VENV)/bin/pytest -q \
+	  -m "not postgres and not e2e and not browser and not kube"
+
+pytest-postgres: $(STAMP) system-deps
+	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -q
+
+test: $(STAMP) system-deps lint typecheck pytest-sqlite pytest-postgres
+
+clean:
+	rm -rf $(VENV) var .mypy_cache .ruff_cache

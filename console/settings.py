@@ -1,0 +1,185 @@
+"""Settings for Issuance Console, configured from the environment (DESIGN §5)."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+import django_stubs_ext
+
+# Lets runtime code write ModelAdmin[Model], QuerySet[Model] as the stubs do.
+django_stubs_ext.monkeypatch()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_seconds(name: str, default: float) -> timedelta:
+    """A duration from the environment: plain seconds or Go form (`90s`, `1h30m`)."""
+    raw = os.environ.get(name)
+    if not raw:
+        return timedelta(seconds=default)
+    from issuance.durations import parse_duration
+
+    try:
+        return timedelta(seconds=float(raw))
+    except ValueError:
+        return parse_duration(raw)
+
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY") or (
+    "insecure-development-key" if DEBUG or os.environ.get("PYTEST_VERSION") else ""
+)
+if not SECRET_KEY:
+    raise RuntimeError("SECRET_KEY must be set (make run generates one in .dev-env)")
+
+ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "channels",
+    "issuance",
+    "console",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+WSGI_APPLICATION = "console.wsgi.application"
+ASGI_APPLICATION = "console.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
+_db: dict[str, Any] = dict(dj_database_url.parse(DATABASE_URL, conn_max_age=0))
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web threads read while the worker writes; IMMEDIATE avoids
+    # the deadlock-prone read-then-upgrade lock dance of DEFERRED transactions.
+    _db["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+    }
+    _db["TEST"] = {"NAME": os.environ.get("SQLITE_TEST_NAME") or None}
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
+
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+
+# Bodies bigger than this are refused before any parsing (DESIGN: oversized bodies → 4xx).
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("MAX_BODY_BYTES") or 256 * 1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["issuance.api.permissions.RolePermission"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "issuance.api.errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Issuance Console API",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Issuance settings (DESIGN §3, §5) ---------------------------------------
+# Fernet keys, comma separated; the first encrypts, all decrypt (so keys rotate).
+KEY_ENCRYPTION_KEY = os.environ.get("KEY_ENCRYPTION_KEY", "")
+if not KEY_ENCRYPTION_KEY and os.environ.get("PYTEST_VERSION"):
+    KEY_ENCRYPTION_KEY = "6v2yQWZ1aH1m0Vn3m4bC8Kk0mJtq1o4c4Yq0lYbV1xk="  # tests only
+BACKOFF_MIN = env_seconds("BACKOFF_MIN", 3600)
+BACKOFF_MAX = env_seconds("BACKOFF_MAX", 32 * 3600)
+MAX_CONCURRENT_CHALLENGES = int(os.environ.get("MAX_CONCURRENT_CHALLENGES", "60"))
+CHALLENGE_PROCESSING_TIMEOUT = env_seconds("CHALLENGE_PROCESSING_TIMEOUT", 3600)
+SELF_CHECK_INTERVAL = env_seconds("SELF_CHECK_INTERVAL", 10)
+SELF_CHECK_NAMESERVERS = [
+    s for s in os.environ.get("SELF_CHECK_NAMESERVERS", "").split(",") if s.strip()
+]
+HTTP01_SELF_CHECK_PORT = int(os.environ.get("HTTP01_SELF_CHECK_PORT", "80"))
+WORKER_THREADS = int(os.environ.get("WORKER_THREADS", "8"))
+WORKER_LEASE = env_seconds("WORKER_LEASE", 300)
+# The default maximum a CA or selfSigned issuer signs for, unless the issuer says.
+DEFAULT_MAX_SIGNING_DURATION = env_seconds("DEFAULT_MAX_SIGNING_DURATION", 365 * 24 * 3600)
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = [
+    n for n in os.environ.get("METRICS_ALLOWED_NETWORKS", "127.0.0.1/32,::1/128").split(",") if n
+]
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

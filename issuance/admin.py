@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from issuance.models import (
+    AcmeServer,
+    Certificate,
+    CertificateRequest,
+    Challenge,
+    Event,
+    Issuer,
+    Order,
+)
+
+
+@admin.register(Issuer)
+class IssuerAdmin(admin.ModelAdmin[Issuer]):
+    list_display = ("name", "kind", "created_at")
+    exclude = ("acme_account_key_ciphertext",)
+
+
+@admin.register(Certificate)
+class CertificateAdmin(admin.ModelAdmin[Certificate]):
+    list_display = ("name", "issuer", "state", "not_after", "renewal_time", "next_retry_time")
+    list_filter = ("state",)
+    search_fields = ("name", "search_text")
+    exclude = ("next_private_key_ciphertext",)
+
+
+@admin.register(CertificateRequest)
+class CertificateRequestAdmin(admin.ModelAdmin[CertificateRequest]):
+    list_display = ("name", "issuer", "approval", "state", "created_at")
+    list_filter = ("approval", "state")
+
+
+@admin.register(Order)
+class OrderAdmin(admin.ModelAdmin[Order]):
+    list_display = ("name", "issuer", "state", "created_at")
+
+
+@admin.register(Challenge)
+class ChallengeAdmin(admin.ModelAdmin[Challenge]):
+    list_display = ("name", "dns_name", "type", "processing", "state", "created_at")
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin[Event]):
+    list_display = ("created_at", "kind", "name", "type", "reason", "actor")
+
+
+admin.site.register(AcmeServer)

@@ -1,0 +1,38 @@
+"""One module per resource; import from here."""
+
+from issuance.models.acmeserver import AcmeServer
+from issuance.models.base import ImmutableSpecError, validate_resource_name
+from issuance.models.certificate import Certificate, CertificateState
+from issuance.models.certificaterequest import Approval, CertificateRequest, RequestState
+from issuance.models.challenge import (
+    FINAL_CHALLENGE_STATES,
+    Challenge,
+    ChallengeState,
+    ChallengeType,
+)
+from issuance.models.event import Event
+from issuance.models.issuer import Issuer, IssuerKind
+from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
+from issuance.models.secret import Secret
+
+__all__ = [
+    "FINAL_CHALLENGE_STATES",
+    "FINAL_ORDER_STATES",
+    "AcmeServer",
+    "Approval",
+    "Certificate",
+    "CertificateRequest",
+    "CertificateState",
+    "Challenge",
+    "ChallengeState",
+    "ChallengeType",
+    "Event",
+    "ImmutableSpecError",
+    "Issuer",
+    "IssuerKind",
+    "Order",
+    "OrderState",
+    "RequestState",
+    "Secret",
+    "validate_resource_name",
+]

@@ -1,0 +1,108 @@
+"""Certificate: which names need a certificate, from which issuer, and how it is going."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import models
+
+from issuance.models.base import Reconciled, Resource
+from issuance.pki.encryption import decrypt_text, encrypt_text
+
+
+class CertificateState(models.TextChoices):
+    """A one-word summary for lists, filters and dashboard counts (derived from conditions)."""
+
+    PENDING = "Pending", "Pending"
+    ISSUING = "Issuing", "Issuing"
+    READY = "Ready", "Ready"
+    FAILED = "Failed", "Failed"
+    EXPIRED = "Expired", "Expired"
+
+
+class Certificate(Resource, Reconciled):
+    KIND = "Certificate"
+
+    issuer = models.ForeignKey(
+        "issuance.Issuer", on_delete=models.PROTECT, related_name="certificates"
+    )
+    generation = models.PositiveIntegerField(default=1)
+    observed_generation = models.PositiveIntegerField(default=0)
+    secret_name = models.CharField(max_length=253)
+    # Lower-cased name, commonName and dnsNames, for search without JSON operators.
+    search_text = models.TextField(blank=True, default="")
+
+    state = models.CharField(
+        max_length=16, choices=CertificateState.choices, default=CertificateState.PENDING
+    )
+    not_before = models.DateTimeField(null=True, blank=True)
+    not_after = models.DateTimeField(null=True, blank=True)
+    renewal_time = models.DateTimeField(null=True, blank=True)
+    revision = models.PositiveIntegerField(null=True, blank=True)
+    last_failure_time = models.DateTimeField(null=True, blank=True)
+    failed_issuance_attempts = models.PositiveIntegerField(null=True, blank=True)
+    next_retry_time = models.DateTimeField(null=True, blank=True)
+    # Generation the last failure happened at: a spec change skips the backoff.
+    last_failure_generation = models.PositiveIntegerField(null=True, blank=True)
+    next_private_key_ciphertext = models.TextField(blank=True, default="")
+    # When the next key was made: with rotationPolicy Never it is the current key.
+    next_private_key_created_at = models.DateTimeField(null=True, blank=True)
+    renew_requested_at = models.DateTimeField(null=True, blank=True)
+    renew_requested_by = models.CharField(max_length=150, blank=True, default="")
+    # ARI (RFC 9773) suggested renewal, set by the ACME issuer when the CA offers it.
+    ari_renewal_time = models.DateTimeField(null=True, blank=True)
+
+    class Meta(Reconciled.Meta):
+        ordering = ["name"]
+        indexes = [
+            *Reconciled.Meta.indexes,
+            models.Index(fields=["state", "name"], name="cert_state_name"),
+            models.Index(
+                fields=["next_retry_time"],
+                name="cert_backoff",
+                condition=models.Q(next_retry_time__isnull=False),
+            ),
+            models.Index(fields=["renewal_time"], name="cert_renewal"),
+        ]
+
+    # -- spec accessors -------------------------------------------------------
+    @property
+    def dns_names(self) -> list[str]:
+        return list(self.spec.get("dnsNames") or [])
+
+    @property
+    def ip_addresses(self) -> list[str]:
+        return list(self.spec.get("ipAddresses") or [])
+
+    @property
+    def common_name(self) -> str:
+        return str(self.spec.get("commonName") or "")
+
+    @property
+    def private_key_spec(self) -> dict[str, Any]:
+        return dict(self.spec.get("privateKey") or {})
+
+    @property
+    def rotation_policy(self) -> str:
+        return str(self.private_key_spec.get("rotationPolicy") or "Always")
+
+    @property
+    def revision_history_limit(self) -> int | None:
+        value = self.spec.get("revisionHistoryLimit")
+        return int(value) if value is not None else None
+
+    # -- next private key -------------------------------------------------------
+    @property
+    def next_private_key(self) -> str:
+        if not self.next_private_key_ciphertext:
+            return ""
+        return decrypt_text(self.next_private_key_ciphertext)
+
+    def set_next_private_key(self, pem: str, now: datetime) -> None:
+        self.next_private_key_ciphertext = encrypt_text(pem) if pem else ""
+        self.next_private_key_created_at = now if pem else None
+
+    def refresh_search_text(self) -> None:
+        parts = [self.name, self.common_name, *self.dns_names, *self.ip_addresses]
+        self.search_text = " ".join(p.lower() for p in parts if p)

@@ -1,0 +1,53 @@
+"""Order: one ACME order for one approved CertificateRequest (immutable spec)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from issuance.models.base import ImmutableSpecMixin, Reconciled, Resource
+
+
+class OrderState(models.TextChoices):
+    NONE = "", "(not created)"
+    PENDING = "pending", "pending"
+    READY = "ready", "ready"
+    PROCESSING = "processing", "processing"
+    VALID = "valid", "valid"
+    INVALID = "invalid", "invalid"
+    EXPIRED = "expired", "expired"
+    ERRORED = "errored", "errored"
+
+
+FINAL_ORDER_STATES = frozenset(
+    {OrderState.VALID, OrderState.INVALID, OrderState.EXPIRED, OrderState.ERRORED}
+)
+
+
+class Order(ImmutableSpecMixin, Resource, Reconciled):
+    """Spec: request, issuerRef, dnsNames, commonName, ipAddresses, duration, profile."""
+
+    KIND = "Order"
+    IMMUTABLE_FIELDS = ("spec", "request", "issuer")
+
+    request = models.OneToOneField(
+        "issuance.CertificateRequest", on_delete=models.CASCADE, related_name="order"
+    )
+    issuer = models.ForeignKey("issuance.Issuer", on_delete=models.PROTECT, related_name="orders")
+
+    url = models.CharField(max_length=1024, blank=True, default="")
+    finalize_url = models.CharField(max_length=1024, blank=True, default="")
+    certificate_url = models.CharField(max_length=1024, blank=True, default="")
+    state = models.CharField(max_length=16, choices=OrderState.choices, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    authorizations = models.JSONField(default=list, blank=True)
+    certificate_pem = models.TextField(blank=True, default="")
+    failure_time = models.DateTimeField(null=True, blank=True)
+    # Set before the new-order call, so a crash right after it is noticed (see orders controller).
+    create_attempted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(Reconciled.Meta):
+        ordering = ["-created_at", "-id"]
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in FINAL_ORDER_STATES
