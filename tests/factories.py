@@ -20,9 +20,7 @@ def make_selfsigned_issuer(name: str = "selfsigned", **spec: Any) -> Issuer:
 def make_ca_secret(name: str = "test-ca", common_name: str = "Test CA") -> Secret:
     key = generate_private_key({"algorithm": "ECDSA", "size": 256})
     csr = build_csr(key, {"commonName": common_name})
-    cert = sign_csr(
-        csr, key, None, duration=timedelta(days=3650), now=timezone.now(), is_ca=True
-    )
+    cert = sign_csr(csr, key, None, duration=timedelta(days=3650), now=timezone.now(), is_ca=True)
     secret = Secret(name=name, tls_crt=cert, ca_crt=cert)
     secret.tls_key = private_key_to_pem(key)
     secret.save()
@@ -32,7 +30,9 @@ def make_ca_secret(name: str = "test-ca", common_name: str = "Test CA") -> Secre
 def make_ca_issuer(name: str = "ca", secret_name: str = "test-ca", **ca: Any) -> Issuer:
     if not Secret.objects.filter(name=secret_name).exists():
         make_ca_secret(secret_name)
-    return Issuer.objects.create(name=name, kind="ca", spec={"ca": {"secretName": secret_name, **ca}})
+    return Issuer.objects.create(
+        name=name, kind="ca", spec={"ca": {"secretName": secret_name, **ca}}
+    )
 
 
 def make_certificate(name: str, issuer: Issuer, **spec: Any) -> Certificate:

@@ -1,0 +1,53 @@
+"""Which controllers the worker runs, and the global steps of each loop (DESIGN §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Model
+
+from issuance.controllers.base import Result
+
+
+@dataclass(frozen=True)
+class Controller:
+    name: str
+    model: type[Model]
+    reconcile: Callable[[Any], Result]
+    # Per-item error backoff: ACME calls 5 s → 30 min, everything else 1 s → 30 s.
+    acme_backoff: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """A global step run once per worker loop (e.g. the challenge scheduler); returns did-work."""
+
+    name: str
+    run: Callable[[], bool]
+
+
+def controllers() -> list[Controller]:
+    from issuance.controllers import (
+        certificaterequests,
+        certificates,
+        challenges,
+        issuers,
+        orders,
+    )
+    from issuance.models import Certificate, CertificateRequest, Challenge, Issuer, Order
+
+    return [
+        Controller("issuers", Issuer, issuers.reconcile, acme_backoff=True),
+        Controller("certificates", Certificate, certificates.reconcile),
+        Controller("certificaterequests", CertificateRequest, certificaterequests.reconcile),
+        Controller("orders", Order, orders.reconcile, acme_backoff=True),
+        Controller("challenges", Challenge, challenges.reconcile, acme_backoff=True),
+    ]
+
+
+def steps() -> list[Step]:
+    from issuance import scheduler
+
+    return [Step("challenge-scheduler", scheduler.schedule_pass)]

@@ -1,0 +1,1 @@
+"""Issuer kinds: how each signs a CertificateRequest (see issuance.issuers.base)."""
