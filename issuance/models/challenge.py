@@ -79,6 +79,12 @@ class Challenge(ImmutableSpecMixin, Resource, Reconciled):
                 name="chal_processing_key",
                 condition=models.Q(processing=True),
             ),
+            # Fair share: which issuers have queued work, and each issuer's queue in age order.
+            models.Index(
+                fields=["issuer", "created_at", "id"],
+                name="chal_queued_issuer",
+                condition=models.Q(finished=False, processing=False),
+            ),
         ]
 
     @property
