@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Build kube-apiserver v1.20.2 from Debian bookworm's `kubernetes` source package
+# with Debian's Go 1.19, for the Kubernetes connector tests (tests/kube/).
+#
+# The binary is cached outside the checkout, per machine, because the build takes
+# several minutes; the script exits at once when the cached binary exists.
+#   KUBE_CACHE_DIR   cache root (default /var/cache/issuance-console/kube)
+#   KUBE_VERSION     upstream version tag (default v1.20.2)
+#   KUBE_DEB_VERSION Debian source version (default 1.20.5+really1.20.2-1.1+deb12u1)
+# Prints the path of the binary on its last line.
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.20.2}
+KUBE_DEB_VERSION=${KUBE_DEB_VERSION:-1.20.5+really1.20.2-1.1+deb12u1}
+CACHE_ROOT=${KUBE_CACHE_DIR:-/var/cache/issuance-console/kube}
+CACHE=$CACHE_ROOT/$KUBE_VERSION
+BIN=$CACHE/kube-apiserver
+
+if [ -x "$BIN" ]; then
+  echo "$BIN"
+  exit 0
+fi
+
+log() { echo "build-kube-apiserver: $*" >&2; }
+SUDO=
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+
+# Toolchain and etcd (the tests run kube-apiserver against Debian's etcd-server).
+need=()
+test -x /usr/lib/go-1.19/bin/go || need+=(golang-1.19-go)
+test -x /usr/bin/etcd || need+=(etcd-server)
+command -v rsync >/dev/null || need+=(rsync)
+command -v dpkg-source >/dev/null || need+=(dpkg-dev)
+command -v make >/dev/null || need+=(make)
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+mkdir -p "$CACHE"
+WORK=$CACHE/build
+APTDIR=$CACHE/apt
+mkdir -p "$WORK" "$APTDIR/sources.list.d" "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial"
+
+# A private apt configuration holding only the deb-src entries, so the machine's own
+# sources (and its package lists) stay untouched.
+cat > "$APTDIR/sources.list.d/bookworm-src.list" <<SRC
+deb-src http://deb.debian.org/debian bookworm main
+deb-src http://deb.debian.org/debian-security bookworm-security main
+SRC
+APT_OPTS=(
+  -o "Dir::Etc::sourcelist=/dev/null"
+  -o "Dir::Etc::sourceparts=$APTDIR/sources.list.d"
+  -o "Dir::State::Lists=$APTDIR/lists"
+  -o "Dir::Cache=$APTDIR/cache"
+)
+
+SRCDIR=$(find "$WORK" -maxdepth 1 -mindepth 1 -type d -name 'kubernetes-*' | head -n1 || true)
+if [ -z "$SRCDIR" ] || [ ! -f "$SRCDIR/Makefile" ]; then
+  log "fetching the kubernetes=$KUBE_DEB_VERSION source package"
+  apt-get "${APT_OPTS[@]}" update -qq
+  (cd "$WORK" && apt-get "${APT_OPTS[@]}" source --download-only "kubernetes=$KUBE_DEB_VERSION")
+  DSC=$(ls "$WORK"/kubernetes_*.dsc | head -n1)
+  log "unpacking $(basename "$DSC")"
+  rm -rf "$WORK/src"
+  # --skip-patches: Debian's patches adapt the tree to Debian's packaged Go libraries;
+  # the upstream tree with vendor/ builds as it is.
+  (cd "$WORK" && dpkg-source --no-check --skip-patches -x "$DSC" src >&2)
+  SRCDIR=$WORK/src
+fi
+
+log "building kube-apiserver in $SRCDIR (several minutes)"
+(
+  cd "$SRCDIR"
+  export PATH=/usr/lib/go-1.19/bin:$PATH GOPROXY=off CGO_ENABLED=0 GOFLAGS=-mod=vendor
+  export KUBE_GIT_VERSION=$KUBE_VERSION KUBE_GIT_TREE_STATE=clean
+  nice -n 10 make WHAT=cmd/kube-apiserver >&2
+)
+OUT=$(find "$SRCDIR/_output" -type f -name kube-apiserver -perm -u+x | head -n1)
+if [ -z "$OUT" ]; then
+  log "no kube-apiserver binary under $SRCDIR/_output"
+  exit 1
+fi
+install -m 0755 "$OUT" "$BIN.tmp"
+mv "$BIN.tmp" "$BIN"
+"$BIN" --version >&2
+# The source tree and Go build cache are large; only the binary is kept.
+rm -rf "$WORK"
+echo "$BIN"
