@@ -6,7 +6,7 @@ import copy
 import re
 from collections.abc import Collection
 from datetime import datetime
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -37,7 +37,10 @@ class ImmutableSpecError(Exception):
         )
 
 
-class ImmutableQuerySet(models.QuerySet[Any]):
+_M = TypeVar("_M", bound=models.Model)
+
+
+class ImmutableQuerySet(models.QuerySet[_M]):
     """Refuses bulk updates of immutable columns: `.update(spec=…)` is an error, not a bypass."""
 
     def update(self, **kwargs: Any) -> int:

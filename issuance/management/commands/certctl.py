@@ -1,0 +1,89 @@
+"""`manage.py certctl status|renew|approve|deny|inspect NAME`: a cmctl for this console."""
+
+from __future__ import annotations
+
+import getpass
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from issuance import actions
+from issuance.cli import describe
+from issuance.models import Certificate, CertificateRequest
+
+
+def _actor(options: dict[str, Any]) -> str:
+    return str(options.get("as_user") or f"cli:{getpass.getuser()}")
+
+
+class Command(BaseCommand):
+    help = "Inspect and act on certificates and requests (like cert-manager's cmctl)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+        status = sub.add_parser("status", help="status of a certificate (or request)")
+        status.add_argument("name")
+        renew = sub.add_parser("renew", help="force renewal now, bypassing backoff")
+        renew.add_argument("names", nargs="+", metavar="NAME")
+        renew.add_argument("--as", dest="as_user", help="who to record as the actor")
+        for verb in ("approve", "deny"):
+            p = sub.add_parser(verb, help=f"{verb} a pending CertificateRequest")
+            p.add_argument("name")
+            p.add_argument("--reason", default="")
+            p.add_argument("--message", default="")
+            p.add_argument("--as", dest="as_user", help="who to record as the actor")
+        inspect = sub.add_parser(
+            "inspect", help="decode the issued certificate (or a request's CSR)"
+        )
+        inspect.add_argument("name")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        verb = options["verb"]
+        getattr(self, f"do_{verb}")(options)
+
+    def do_status(self, options: dict[str, Any]) -> None:
+        name = options["name"]
+        cert = Certificate.objects.select_related("issuer").filter(name=name).first()
+        if cert is not None:
+            self.stdout.write(describe.certificate_status(cert))
+            return
+        self.stdout.write(describe.request_status(self._request(name)))
+
+    def do_renew(self, options: dict[str, Any]) -> None:
+        certs = list(Certificate.objects.filter(name__in=options["names"]))
+        missing = sorted(set(options["names"]) - {c.name for c in certs})
+        if missing:
+            raise CommandError(f"certificate not found: {', '.join(missing)}")
+        for cert in certs:
+            actions.force_renew(cert, _actor(options))
+            self.stdout.write(f"Manually triggered issuance of Certificate {cert.name}")
+
+    def do_approve(self, options: dict[str, Any]) -> None:
+        self._decide(options, actions.approve, "approved")
+
+    def do_deny(self, options: dict[str, Any]) -> None:
+        self._decide(options, actions.deny, "denied")
+
+    def _decide(self, options: dict[str, Any], action: Any, word: str) -> None:
+        cr = self._request(options["name"])
+        reason = options["reason"] or ("ApprovedByCLI" if word == "approved" else "DeniedByCLI")
+        try:
+            action(cr, _actor(options), reason, options["message"])
+        except actions.ActionError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"CertificateRequest {cr.name} {word} ({reason})")
+
+    def do_inspect(self, options: dict[str, Any]) -> None:
+        name = options["name"]
+        cert = Certificate.objects.filter(name=name).first()
+        if cert is not None:
+            self.stdout.write(describe.inspect_certificate(cert))
+            return
+        self.stdout.write(describe.inspect_request(self._request(name)))
+
+    def _request(self, name: str) -> CertificateRequest:
+        cr = CertificateRequest.objects.select_related("certificate").filter(name=name).first()
+        if cr is None:
+            raise CommandError(f"no Certificate or CertificateRequest named {name!r}")
+        return cr
