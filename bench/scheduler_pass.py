@@ -1,0 +1,148 @@
+"""Time the challenge scheduler pass with 100 000 queued challenges on PostgreSQL.
+
+    DATABASE_URL=postgresql://postgres@127.0.0.1:5432/chal_bench .venv/bin/python bench/scheduler_pass.py
+
+Creates the database if needed, migrates it, fills it (bulk_create: many names, some
+duplicate (dnsName, type) keys, several issuers, 60 processing), then times
+- a pass at the cap (nothing to schedule),
+- a pass with free slots (40 of 60 freed),
+and prints EXPLAIN ANALYZE of the candidate query so the index use can be checked.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/chal_bench")
+os.environ.setdefault("KEY_ENCRYPTION_KEY", "bench-only-key")
+os.environ.setdefault("SECRET_KEY", "bench-only-secret")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+
+QUEUED = int(os.environ.get("BENCH_QUEUED", "100000"))
+ISSUERS = 4
+RUNS = 7
+
+
+def ensure_database(url: str) -> None:
+    import psycopg
+
+    dbname = url.rsplit("/", 1)[1]
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{dbname}"')
+
+
+def main() -> None:
+    url = os.environ["DATABASE_URL"]
+    if not url.startswith("postgres"):
+        sys.exit("this benchmark is for PostgreSQL (set DATABASE_URL=postgresql://…)")
+    ensure_database(url)
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+    from django.utils import timezone
+
+    from issuance import scheduler
+    from issuance.models import CertificateRequest, Challenge, Issuer, Order
+
+    call_command("migrate", verbosity=0)
+    Challenge.objects.all().delete()
+    Order.objects.all().delete()
+    CertificateRequest.objects.all().delete()
+    Issuer.objects.filter(name__startswith="bench-").delete()
+
+    cap = settings.MAX_CONCURRENT_CHALLENGES
+    now = timezone.now()
+    orders = []
+    for i in range(ISSUERS):
+        issuer = Issuer.objects.create(name=f"bench-{i}", kind="acme", spec={"acme": {}})
+        request = CertificateRequest.objects.create(
+            name=f"bench-{i}", issuer=issuer, spec={"request": ""}
+        )
+        orders.append(Order.objects.create(name=f"bench-{i}", request=request, issuer=issuer))
+
+    rows = []
+    for n in range(QUEUED + cap):
+        order = orders[n % ISSUERS]
+        # Every 10th challenge repeats an earlier name: duplicate (dnsName, type) keys.
+        host = f"h{n // 10 if n % 10 == 0 else n}"
+        ctype = "dns-01" if n % 3 == 0 else "http-01"
+        rows.append(
+            Challenge(
+                name=f"bench-{n}",
+                order_id=order.pk,
+                issuer_id=order.issuer_id,
+                dns_name=f"{host}.example.test",
+                type=ctype,
+                authorization_url=f"https://ca.test/authz/{n}",
+                token=f"tok{n}",
+                spec={"type": ctype},
+                created_at=now - timedelta(seconds=QUEUED + cap - n),
+                processing=n < cap,
+                scheduled_at=now if n < cap else None,
+            )
+        )
+    t0 = time.perf_counter()
+    Challenge.objects.bulk_create(rows, batch_size=5000)
+    print(f"inserted {len(rows)} challenges in {time.perf_counter() - t0:.1f}s")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE issuance_challenge")
+
+    def timed_pass() -> tuple[float, bool]:
+        t = time.perf_counter()
+        did = scheduler.schedule_pass()
+        return (time.perf_counter() - t) * 1000, did
+
+    at_cap = []
+    for _ in range(RUNS):
+        ms, did = timed_pass()
+        assert not did, "nothing may be scheduled at the cap"
+        at_cap.append(ms)
+    print(f"pass at the cap ({cap} processing): median {statistics.median(at_cap):.2f} ms")
+
+    with_free = []
+    for _ in range(RUNS):
+        running = list(Challenge.objects.filter(processing=True).values_list("pk", flat=True)[:40])
+        Challenge.objects.filter(pk__in=running).update(
+            processing=False, finished=True, state="valid"
+        )
+        ms, did = timed_pass()
+        assert did
+        with_free.append(ms)
+        assert Challenge.objects.filter(processing=True).count() <= cap
+    print(
+        f"pass with 40 free slots: median {statistics.median(with_free):.2f} ms "
+        f"(min {min(with_free):.2f}, max {max(with_free):.2f})"
+    )
+    print(f"queued now: {Challenge.objects.filter(finished=False, processing=False).count()}")
+
+    issuer_id = orders[0].issuer_id
+    query = (
+        scheduler.eligible_queryset()
+        .filter(issuer_id=issuer_id)
+        .values_list("id", "issuer_id", "created_at")[:40]
+    )
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+        plan = "\n".join(r[0] for r in cursor.fetchall())
+    print("\nEXPLAIN ANALYZE of one issuer's candidate query:\n" + plan)
+    for index in ("chal_queued_issuer", "chal_queued_key", "chal_processing_key"):
+        print(f"uses {index}: {index in plan}")
+
+
+if __name__ == "__main__":
+    main()
