@@ -15,7 +15,6 @@ rows each, so a pass costs the same with 100 queued challenges or 100 000.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
