@@ -1,0 +1,333 @@
+"""Certificate specs: cert-manager's Certificate spec (supported subset), validated and stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from issuance import events
+from issuance.durations import format_duration
+from issuance.models import Certificate, Issuer, validate_resource_name
+from issuance.pki.keys import ECDSA_CURVES, RSA_SIZES
+from issuance.pki.signing import SUPPORTED_USAGES
+from issuance.specs.errors import Errors, SpecError
+from issuance.specs.fields import (
+    check_object,
+    opt_bool,
+    opt_duration,
+    opt_int,
+    opt_resource_name,
+    opt_str,
+    opt_str_list,
+)
+from issuance.specs.names import (
+    normalize_dns_names,
+    normalize_emails,
+    normalize_ip_addresses,
+    normalize_uris,
+)
+from issuance.specs.outcome import Applied, Outcome, changed_fields
+from issuance.wakeup import wake
+
+DEFAULT_DURATION = timedelta(hours=2160)
+MAX_COMMON_NAME = 64
+ISSUER_KINDS = ("Issuer", "ClusterIssuer")
+ISSUER_GROUP = "cert-manager.io"
+
+FIELDS = (
+    "secretName",
+    "commonName",
+    "dnsNames",
+    "ipAddresses",
+    "uris",
+    "emailAddresses",
+    "subject",
+    "duration",
+    "renewBefore",
+    "renewBeforePercentage",
+    "issuerRef",
+    "privateKey",
+    "usages",
+    "isCA",
+    "revisionHistoryLimit",
+    "encodeUsagesInRequest",
+    "secretExport",  # extension: also write the key pair to a Kubernetes Secret (issue 5)
+)
+UNSUPPORTED = {
+    "keystores": "JKS/PKCS#12 keystores are not produced; the key pair is stored as PEM",
+    "secretTemplate": "stored secrets have no labels or annotations",
+    "additionalOutputFormats": "only tls.crt, tls.key and ca.crt are stored",
+    "otherNames": "otherName SANs are not supported",
+    "literalSubject": "use commonName and subject instead",
+    "nameConstraints": "name constraints are not supported",
+    "signatureAlgorithm": "the signature algorithm follows the key type",
+}
+SUBJECT_FIELDS = (
+    "organizations",
+    "organizationalUnits",
+    "countries",
+    "localities",
+    "provinces",
+    "streetAddresses",
+    "postalCodes",
+    "serialNumber",
+)
+KEY_ALGORITHMS = ("RSA", "ECDSA", "Ed25519")
+ROTATION_POLICIES = ("Always", "Never")
+KEY_ENCODINGS = ("PKCS1", "PKCS8")
+SAN_FIELDS = ("commonName", "dnsNames", "ipAddresses", "uris", "emailAddresses")
+
+IssuerExists = Callable[[str], bool]
+
+
+def issuer_in_db(name: str) -> bool:
+    return Issuer.objects.filter(name=name).exists()
+
+
+def validate_issuer_ref(
+    value: Any, path: str, errors: Errors, issuer_exists: IssuerExists | None
+) -> dict[str, str] | None:
+    ref = check_object(value, path, errors, ("name", "kind", "group"))
+    if ref is None:
+        return None
+    name = opt_resource_name(ref, "name", path, errors)
+    kind = opt_str(ref, "kind", path, errors, choices=ISSUER_KINDS) or "Issuer"
+    group = opt_str(ref, "group", path, errors, choices=(ISSUER_GROUP,))
+    if "name" not in ref:
+        errors.add(f"{path}.name", "is required")
+    if name is None:
+        return None
+    if issuer_exists is not None and not issuer_exists(name):
+        errors.add(f"{path}.name", f"unknown issuer {name!r}")
+    out = {"name": name, "kind": kind}
+    if group:
+        out["group"] = group
+    return out
+
+
+def validate_usages(spec: dict[str, Any], path: str, errors: Errors) -> list[str] | None:
+    usages = opt_str_list(spec, "usages", path, errors)
+    if usages is None:
+        return None
+    out: list[str] = []
+    for i, usage in enumerate(usages):
+        if usage not in SUPPORTED_USAGES:
+            errors.add(
+                f"{path}.usages[{i}]",
+                f"unknown usage {usage!r} (one of: {', '.join(sorted(SUPPORTED_USAGES))})",
+            )
+        elif usage in out:
+            errors.add(f"{path}.usages[{i}]", f"duplicate usage {usage!r}")
+        else:
+            out.append(usage)
+    return out
+
+
+def _private_key(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+    pk = check_object(value, path, errors, ("algorithm", "size", "rotationPolicy", "encoding"))
+    if pk is None:
+        return None
+    out: dict[str, Any] = {}
+    algorithm = opt_str(pk, "algorithm", path, errors, choices=KEY_ALGORITHMS)
+    size = opt_int(pk, "size", path, errors, minimum=0)
+    if algorithm:
+        out["algorithm"] = algorithm
+    if size is not None:
+        algo = algorithm or "RSA"
+        if algo == "RSA" and size not in RSA_SIZES:
+            errors.add(f"{path}.size", f"RSA keys must be one of {list(RSA_SIZES)} bits")
+        elif algo == "ECDSA" and size not in ECDSA_CURVES:
+            errors.add(f"{path}.size", f"ECDSA keys must be one of {list(ECDSA_CURVES)} bits")
+        elif algo == "Ed25519" and size not in {0}:
+            errors.add(f"{path}.size", "Ed25519 keys have a fixed size: leave size out")
+        else:
+            out["size"] = size
+    for key, choices in (("rotationPolicy", ROTATION_POLICIES), ("encoding", KEY_ENCODINGS)):
+        value_ = opt_str(pk, key, path, errors, choices=choices)
+        if value_:
+            out[key] = value_
+    return out
+
+
+def _subject(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+    subject = check_object(value, path, errors, SUBJECT_FIELDS)
+    if subject is None:
+        return None
+    out: dict[str, Any] = {}
+    for key in SUBJECT_FIELDS:
+        if key == "serialNumber":
+            serial = opt_str(subject, key, path, errors, max_len=64)
+            if serial:
+                out[key] = serial
+            continue
+        items = opt_str_list(subject, key, path, errors, max_len=64 if key != "countries" else 2)
+        if items:
+            out[key] = items
+    return out
+
+
+def _secret_export(value: Any, path: str, errors: Errors) -> dict[str, str] | None:
+    export = check_object(value, path, errors, ("namespace", "name"))
+    if export is None:
+        return None
+    out: dict[str, str] = {}
+    for key in ("namespace", "name"):
+        if key not in export:
+            errors.add(f"{path}.{key}", "is required")
+        item = opt_resource_name(export, key, path, errors)
+        if item:
+            out[key] = item
+    return out
+
+
+def validate_certificate_spec(
+    name: str, spec: Any, *, issuer_exists: IssuerExists | None = issuer_in_db
+) -> dict[str, Any]:
+    """Validate and normalize; returns the spec to store. Raises SpecError listing every problem.
+
+    Normalization: DNS names lower-cased, durations in Go's canonical form, issuerRef.kind
+    and secretName (the certificate's name) and duration (2160h) filled in when absent.
+    `issuer_exists=None` skips the issuer lookup (pure validation).
+    """
+    errors = Errors()
+    path = "spec"
+    obj = check_object(spec, path, errors, FIELDS, hints=UNSUPPORTED)
+    if obj is None:
+        errors.raise_if_any()
+        return {}
+    out: dict[str, Any] = {}
+
+    secret_name = opt_resource_name(obj, "secretName", path, errors)
+    out["secretName"] = secret_name or name
+
+    common_name = opt_str(obj, "commonName", path, errors, max_len=MAX_COMMON_NAME)
+    if common_name:
+        out["commonName"] = common_name
+    for key, normalize in (
+        ("dnsNames", normalize_dns_names),
+        ("ipAddresses", normalize_ip_addresses),
+        ("uris", normalize_uris),
+        ("emailAddresses", normalize_emails),
+    ):
+        items = opt_str_list(obj, key, path, errors)
+        if items:
+            out[key] = normalize(items, f"{path}.{key}", errors)
+    if not any(obj.get(k) for k in SAN_FIELDS):
+        errors.add(
+            path, "at least one of commonName, dnsNames, ipAddresses, uris or emailAddresses"
+        )
+    if "subject" in obj:
+        subject = _subject(obj["subject"], f"{path}.subject", errors)
+        if subject:
+            out["subject"] = subject
+
+    duration = opt_duration(obj, "duration", path, errors)
+    out["duration"] = duration[0] if duration else format_duration(DEFAULT_DURATION)
+    lifetime = duration[1] if duration else DEFAULT_DURATION
+    renew_before = opt_duration(obj, "renewBefore", path, errors)
+    if renew_before:
+        if renew_before[1] >= lifetime:
+            errors.add(
+                f"{path}.renewBefore",
+                f"must be less than duration ({renew_before[0]} >= {out['duration']})",
+            )
+        out["renewBefore"] = renew_before[0]
+    percentage = opt_int(obj, "renewBeforePercentage", path, errors, minimum=1, maximum=99)
+    if percentage is not None:
+        out["renewBeforePercentage"] = percentage
+    if obj.get("renewBefore") is not None and obj.get("renewBeforePercentage") is not None:
+        errors.add(
+            f"{path}.renewBeforePercentage", "renewBefore and renewBeforePercentage are exclusive"
+        )
+
+    if "issuerRef" not in obj:
+        errors.add(f"{path}.issuerRef", "is required")
+    else:
+        ref = validate_issuer_ref(obj["issuerRef"], f"{path}.issuerRef", errors, issuer_exists)
+        if ref:
+            out["issuerRef"] = ref
+    if "privateKey" in obj:
+        private_key = _private_key(obj["privateKey"], f"{path}.privateKey", errors)
+        if private_key:
+            out["privateKey"] = private_key
+    usages = validate_usages(obj, path, errors)
+    if usages:
+        out["usages"] = usages
+    for key in ("isCA", "encodeUsagesInRequest"):
+        flag = opt_bool(obj, key, path, errors)
+        if flag is not None:
+            out[key] = flag
+    limit = opt_int(obj, "revisionHistoryLimit", path, errors, minimum=1)
+    if limit is not None:
+        out["revisionHistoryLimit"] = limit
+    if "secretExport" in obj:
+        export = _secret_export(obj["secretExport"], f"{path}.secretExport", errors)
+        if export:
+            out["secretExport"] = export
+    errors.raise_if_any()
+    return out
+
+
+def check_name(name: Any, path: str = "name") -> str:
+    if not isinstance(name, str):
+        raise SpecError([(path, "is required (a string)")])
+    try:
+        validate_resource_name(name)
+    except ValidationError as exc:
+        raise SpecError([(path, " ".join(exc.messages))]) from None
+    return name
+
+
+@transaction.atomic
+def apply_certificate_ex(name: str, spec: Any, *, actor: str) -> Applied[Certificate]:
+    """Create or update a Certificate from a spec; a changed spec bumps the generation."""
+    check_name(name)
+    normalized = validate_certificate_spec(name, spec)
+    issuer = Issuer.objects.get(name=normalized["issuerRef"]["name"])
+    cert = Certificate.objects.select_for_update().filter(name=name).first()
+    if cert is None:
+        cert = Certificate(
+            name=name, spec=normalized, issuer=issuer, secret_name=normalized["secretName"]
+        )
+        cert.refresh_search_text()
+        cert.save()
+        events.record(
+            "Certificate",
+            name,
+            "Created",
+            "Certificate created",
+            actor=actor,
+            certificate_name=name,
+        )
+        wake(cert)
+        return Applied(cert, Outcome.CREATED)
+    if cert.spec == normalized:
+        return Applied(cert, Outcome.UNCHANGED)
+    fields = changed_fields(cert.spec, normalized)
+    cert.spec = normalized
+    cert.issuer = issuer
+    cert.secret_name = normalized["secretName"]
+    cert.generation += 1
+    cert.refresh_search_text()
+    cert.save(
+        update_fields=["spec", "issuer", "secret_name", "generation", "search_text", "updated_at"]
+    )
+    events.record(
+        "Certificate",
+        name,
+        "SpecChanged",
+        f"Spec changed ({', '.join(fields)}); generation {cert.generation}",
+        actor=actor,
+        certificate_name=name,
+    )
+    wake(cert)
+    return Applied(cert, Outcome.CONFIGURED)
+
+
+def apply_certificate(name: str, spec: Any, *, actor: str) -> tuple[Certificate, bool]:
+    applied = apply_certificate_ex(name, spec, actor=actor)
+    return applied.obj, applied.created
