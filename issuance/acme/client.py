@@ -1,0 +1,589 @@
+"""ACME (RFC 8555) client for the controllers: one call = one request, plain dicts back.
+
+Built on the `acme` library's ClientNetwork (JWS signing, nonce pool, requests session)
+and josepy. What this layer adds:
+
+- every failure maps to TemporaryError / AcmeProblemError (issuance.acme.errors);
+- badNonce is retried here with a fresh nonce (Pebble rejects 5 % of good nonces);
+- a CA's 429 / rateLimited / Retry-After pauses the whole CA (ratelimit.py), and no call
+  is made while it is paused;
+- every request has a timeout and is retried once when it times out, unless repeating it
+  could create a second object (newOrder: see controllers/orders.py for crash recovery);
+- one client (and its keep-alive connections) per issuer account, shared by the worker's
+  threads.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import contextlib
+import hashlib
+import logging
+import math
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any, cast
+
+import requests
+from acme import messages
+from acme.client import ClientNetwork
+from acme.jws import Header
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.oid import NameOID
+from django.conf import settings
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from josepy.errors import DeserializationError
+from josepy.interfaces import JSONDeSerializable
+from josepy.jwa import ES256, RS256
+from josepy.jwk import JWK, JWKEC
+from prometheus_client import Counter
+from requests.adapters import HTTPAdapter
+from requests.utils import parse_header_links
+
+from issuance.acme import ratelimit
+from issuance.acme.errors import (
+    BAD_NONCE,
+    RATE_LIMITED,
+    AcmeProblemError,
+    AcmeTemporaryError,
+    problem_type,
+)
+from issuance.controllers.base import TemporaryError
+
+log = logging.getLogger("issuance.acme")
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 30.0
+BAD_NONCE_RETRIES = 5
+USER_AGENT = "issuance-console"
+JOSE = "application/jose+json"
+PEM_CHAIN = "application/pem-certificate-chain"
+
+ACME_REQUESTS = Counter(
+    "issuance_acme_requests_total", "ACME requests by result", ["result"]
+)  # result: ok, bad_nonce, rate_limited, problem, server_error, network_error, timeout
+# In-process counts (tests and the benchmark read them; /metrics reads the Counter above).
+_stats: collections.Counter[str] = collections.Counter()
+_stats_lock = threading.Lock()
+
+
+def _count(result: str) -> None:
+    ACME_REQUESTS.labels(result=result).inc()
+    with _stats_lock:
+        _stats[result] += 1
+
+
+def stats() -> dict[str, int]:
+    """Requests by result in this process, e.g. {"ok": 120, "bad_nonce": 6}."""
+    with _stats_lock:
+        return dict(_stats)
+
+
+@dataclass(frozen=True)
+class TLSOptions:
+    ca_bundle_b64: str = ""
+    skip_verify: bool = False
+
+    def verify(self) -> bool | str:
+        if self.skip_verify:
+            return False
+        if not self.ca_bundle_b64:
+            return True
+        return _ca_bundle_path(self.ca_bundle_b64)
+
+
+_bundle_lock = threading.Lock()
+_bundle_paths: dict[str, str] = {}
+
+
+def _ca_bundle_path(ca_bundle_b64: str) -> str:
+    """requests wants a file: write each distinct caBundle once per process."""
+    with _bundle_lock:
+        path = _bundle_paths.get(ca_bundle_b64)
+        if path and Path(path).exists():
+            return path
+        try:
+            pem = base64.b64decode(ca_bundle_b64, validate=False)
+        except ValueError as exc:
+            raise AcmeProblemError("caBundle", f"spec.acme.caBundle is not base64: {exc}") from None
+        if b"-----BEGIN CERTIFICATE-----" not in pem:
+            raise AcmeProblemError("caBundle", "spec.acme.caBundle holds no PEM certificate")
+        digest = hashlib.sha256(pem).hexdigest()[:16]
+        target = Path(tempfile.gettempdir()) / f"issuance-cabundle-{digest}.pem"
+        if not target.exists():
+            with tempfile.NamedTemporaryFile("wb", dir=target.parent, delete=False) as tmp:
+                tmp.write(pem)
+            Path(tmp.name).replace(target)
+        _bundle_paths[ca_bundle_b64] = str(target)
+        return str(target)
+
+
+class _Network(ClientNetwork):  # type: ignore[misc]
+    """ClientNetwork that leaves status handling to AcmeClient and is safe across threads."""
+
+    def __init__(self, key: JWK | None, alg: Any, verify: bool | str, pool: int) -> None:
+        super().__init__(key=key, alg=alg, user_agent=USER_AGENT)
+        # The library types these as bool/int; requests accepts a CA path and a
+        # (connect, read) pair, which is what we need.
+        self.verify_ssl = verify  # type: ignore[assignment]
+        self._default_timeout = (CONNECT_TIMEOUT, READ_TIMEOUT)  # type: ignore[assignment]
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool)
+        self.session.mount("https://", adapter)
+        self.session.mount("http://", adapter)
+
+    def take_nonce(self, new_nonce_url: str) -> bytes:
+        try:
+            return cast(bytes, self._nonces.pop())
+        except KeyError:
+            pass
+        response = self._send_request("HEAD", new_nonce_url)
+        nonce = response.headers.get(self.REPLAY_NONCE_HEADER)
+        if not nonce:
+            raise AcmeTemporaryError(
+                f"no Replay-Nonce from {new_nonce_url} (HTTP {response.status_code})"
+            )
+        return cast(bytes, Header._fields["nonce"].decode(nonce))
+
+    def keep_nonce(self, response: requests.Response) -> None:
+        nonce = response.headers.get(self.REPLAY_NONCE_HEADER)
+        if nonce:
+            with contextlib.suppress(DeserializationError):
+                self._nonces.add(Header._fields["nonce"].decode(nonce))
+
+    def signed_post(
+        self, url: str, payload: _Payload | None, new_nonce_url: str, accept: str | None
+    ) -> requests.Response:
+        # The library annotates the nonce as str but signs the decoded bytes.
+        nonce: Any = self.take_nonce(new_nonce_url)
+        data = self._wrap_in_jws(payload, nonce, url)
+        headers = {"Content-Type": JOSE}
+        if accept:
+            headers["Accept"] = accept
+        response = self._send_request("POST", url, data=data, headers=headers)
+        self.keep_nonce(response)
+        return response  # type: ignore[no-any-return]
+
+
+class _Payload(JSONDeSerializable):  # type: ignore[misc]
+    """A plain JSON object as a JWS payload (the library wants JSONDeSerializable)."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+
+    def to_partial_json(self) -> dict[str, Any]:
+        return self.obj
+
+    @classmethod
+    def from_json(cls, jobj: Any) -> _Payload:
+        return cls(dict(jobj))
+
+
+def _retry_after(response: requests.Response) -> timedelta | None:
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return timedelta(seconds=max(0, int(value.strip())))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return when - timezone.now() if when.tzinfo else None
+
+
+def _problem(response: requests.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and ("type" in body or "detail" in body):
+        return body
+    text = (response.text or "").strip()[:500]
+    return {"type": "", "detail": text or f"HTTP {response.status_code}"}
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _json(response: requests.Response, url: str) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        raise AcmeTemporaryError(
+            f"{url}: response is not JSON (HTTP {response.status_code})"
+        ) from None
+    if not isinstance(body, dict):
+        raise AcmeTemporaryError(f"{url}: response is not a JSON object")
+    body = dict(body)
+    body["url"] = response.headers.get("Location") or url
+    return body
+
+
+class AcmeClient:
+    """One ACME account at one CA. Thread-safe; reuse it (it keeps connections alive)."""
+
+    def __init__(
+        self,
+        directory_url: str,
+        key: JWK,
+        account_uri: str = "",
+        tls: TLSOptions | None = None,
+    ) -> None:
+        self.directory_url = directory_url
+        self.key = key
+        self.account_uri = account_uri
+        self.tls = tls or TLSOptions()
+        alg = ES256 if isinstance(key, JWKEC) else RS256
+        pool = max(10, int(getattr(settings, "WORKER_THREADS", 8)) * 2)
+        self._net = _Network(key, alg, self.tls.verify(), pool)
+        if account_uri:
+            self._net.account = messages.RegistrationResource(
+                uri=account_uri, body=messages.Registration()
+            )
+        self._directory: dict[str, Any] | None = None
+        self._dir_lock = threading.Lock()
+        self._thumbprint = _b64(key.thumbprint())
+        if self.tls.skip_verify:
+            warnings.filterwarnings("ignore", message="Unverified HTTPS request")
+
+    # -- transport -------------------------------------------------------------
+    def _send(
+        self, send: Callable[[], requests.Response], url: str, *, retry_timeout: bool
+    ) -> requests.Response:
+        """Run one request with the pause check, timeout retry and status mapping."""
+        bad_nonces = 0
+        timeouts = 0
+        while True:
+            ratelimit.check_not_paused(self.directory_url)
+            try:
+                response = send()
+            except requests.ConnectTimeout as exc:
+                # Nothing reached the server: always safe to try once more.
+                timeouts += 1
+                _count("timeout")
+                if timeouts <= 1:
+                    continue
+                raise AcmeTemporaryError(f"{url}: connect timeout: {exc}") from None
+            except requests.Timeout as exc:
+                timeouts += 1
+                _count("timeout")
+                if retry_timeout and timeouts <= 1:
+                    log.warning("ACME request to %s timed out; retrying once", url)
+                    continue
+                raise AcmeTemporaryError(f"{url}: timed out: {exc}") from None
+            except requests.RequestException as exc:
+                _count("network_error")
+                raise AcmeTemporaryError(f"{url}: {type(exc).__name__}: {exc}") from None
+            if response.status_code < 400:
+                _count("ok")
+                return response
+            problem = _problem(response)
+            ptype = problem_type(problem.get("type"))
+            detail = str(problem.get("detail") or "")
+            if ptype == BAD_NONCE and bad_nonces < BAD_NONCE_RETRIES:
+                bad_nonces += 1
+                _count("bad_nonce")
+                log.debug("badNonce from %s; retrying with a fresh nonce", url)
+                continue
+            retry_after = _retry_after(response)
+            if response.status_code == 429 or ptype == RATE_LIMITED or retry_after is not None:
+                _count("rate_limited")
+                reason = f"{ptype or 'HTTP ' + str(response.status_code)}: {detail}".strip()
+                until = ratelimit.record_pause(self.directory_url, retry_after, reason)
+                log.warning("ACME server %s paused until %s: %s", self.directory_url, until, reason)
+                raise TemporaryError(
+                    f"ACME server paused until {until.isoformat()}: {reason}",
+                    delay=max(until - timezone.now(), timedelta(seconds=1)),
+                )
+            if response.status_code >= 500:
+                _count("server_error")
+                raise AcmeTemporaryError(
+                    f"{url}: HTTP {response.status_code}: {ptype or ''} {detail}".strip()
+                )
+            _count("problem")
+            raise AcmeProblemError(
+                ptype,
+                detail,
+                response.status_code,
+                list(problem.get("subproblems") or []),
+            )
+
+    def directory(self) -> dict[str, Any]:
+        with self._dir_lock:
+            if self._directory is None:
+                response = self._send(
+                    lambda: self._net._send_request("GET", self.directory_url),
+                    self.directory_url,
+                    retry_timeout=True,
+                )
+                self._directory = _json(response, self.directory_url)
+            return self._directory
+
+    def _endpoint(self, name: str) -> str:
+        url = self.directory().get(name)
+        if not url:
+            raise AcmeProblemError("unsupported", f"the ACME directory has no {name!r} endpoint")
+        return str(url)
+
+    def post(
+        self,
+        url: str,
+        payload: dict[str, Any] | None,
+        *,
+        accept: str | None = None,
+        retry_timeout: bool = True,
+    ) -> requests.Response:
+        """A signed POST (payload None = POST-as-GET)."""
+        new_nonce = self._endpoint("newNonce")
+        body = _Payload(payload) if payload is not None else None
+        return self._send(
+            lambda: self._net.signed_post(url, body, new_nonce, accept),
+            url,
+            retry_timeout=retry_timeout,
+        )
+
+    def post_json(self, url: str, payload: dict[str, Any] | None) -> dict[str, Any]:
+        return _json(self.post(url, payload), url)
+
+    # -- account ----------------------------------------------------------------
+    def new_account(
+        self,
+        email: str = "",
+        eab: tuple[str, str] | None = None,
+        only_return_existing: bool = False,
+    ) -> dict[str, Any]:
+        """newAccount; returns the account object with "url" (the account URI)."""
+        url = self._endpoint("newAccount")
+        payload: dict[str, Any] = {"termsOfServiceAgreed": True}
+        if email:
+            payload["contact"] = [f"mailto:{email}"]
+        if only_return_existing:
+            payload = {"onlyReturnExisting": True}
+        elif eab:
+            key_id, hmac_key = eab
+            payload["externalAccountBinding"] = messages.ExternalAccountBinding.from_data(
+                account_public_key=self.key.public_key(),
+                kid=key_id,
+                hmac_key=hmac_key,
+                directory=messages.Directory.from_json(
+                    {k: v for k, v in self.directory().items() if k != "url"}
+                ),
+            )
+        # Without a kid: newAccount is signed with the bare JWK.
+        saved, self._net.account = self._net.account, None
+        try:
+            response = self.post(url, payload)
+        finally:
+            self._net.account = saved
+        account = _json(response, url)
+        uri = response.headers.get("Location", "")
+        if not uri:
+            raise AcmeTemporaryError("newAccount answer has no Location header")
+        account["url"] = uri
+        self.account_uri = uri
+        self._net.account = messages.RegistrationResource(uri=uri, body=messages.Registration())
+        return account
+
+    @property
+    def external_account_required(self) -> bool:
+        meta = self.directory().get("meta") or {}
+        return bool(meta.get("externalAccountRequired"))
+
+    def account_orders_url(self) -> str:
+        """The account's orders list (RFC 8555 §7.1.2.1), or "" if the CA has none."""
+        if not self.account_uri:
+            return ""
+        account = self.post_json(self.account_uri, None)
+        return str(account.get("orders") or "")
+
+    def list_orders(self, max_pages: int = 20) -> list[str]:
+        """Order URLs from the account's orders list (Pebble has it; Let's Encrypt does not)."""
+        url = self.account_orders_url()
+        found: list[str] = []
+        for _ in range(max_pages):
+            if not url:
+                break
+            response = self.post(url, None)
+            found += [str(u) for u in (_json(response, url).get("orders") or [])]
+            nexts = [
+                link["url"]
+                for link in parse_header_links(response.headers.get("Link", ""))
+                if link.get("rel") == "next" and link.get("url")
+            ]
+            url = nexts[0] if nexts else ""
+        return found
+
+    # -- orders -------------------------------------------------------------------
+    def new_order(
+        self, identifiers: list[tuple[str, str]], profile: str | None = None
+    ) -> dict[str, Any]:
+        """Create an order for [(type, value)]. Not retried on a read timeout: a repeat
+        could create a second order; the orders controller recovers instead."""
+        url = self._endpoint("newOrder")
+        payload: dict[str, Any] = {"identifiers": [{"type": t, "value": v} for t, v in identifiers]}
+        if profile:
+            payload["profile"] = profile
+        return _json(self.post(url, payload, retry_timeout=False), url)
+
+    def get_order(self, url: str) -> dict[str, Any]:
+        order = self.post_json(url, None)
+        order["url"] = url
+        return order
+
+    def get_authorization(self, url: str) -> dict[str, Any]:
+        authz = self.post_json(url, None)
+        authz["url"] = url
+        authz.setdefault("wildcard", False)
+        return authz
+
+    def get_challenge(self, url: str) -> dict[str, Any]:
+        chal = self.post_json(url, None)
+        chal["url"] = url
+        return chal
+
+    def answer_challenge(self, url: str) -> dict[str, Any]:
+        chal = self.post_json(url, {})
+        chal["url"] = url
+        return chal
+
+    def finalize(self, finalize_url: str, csr_pem: str) -> dict[str, Any]:
+        der = x509.load_pem_x509_csr(csr_pem.encode()).public_bytes(serialization.Encoding.DER)
+        order = self.post_json(finalize_url, {"csr": _b64(der)})
+        return order
+
+    def key_authorization(self, token: str) -> str:
+        return f"{token}.{self._thumbprint}"
+
+    def dns01_txt_value(self, token: str) -> str:
+        return _b64(hashlib.sha256(self.key_authorization(token).encode()).digest())
+
+    # -- certificates -----------------------------------------------------------------
+    def _fetch_chain(self, url: str) -> tuple[str, list[str]]:
+        response = self.post(url, None, accept=PEM_CHAIN)
+        alternates = [
+            link["url"]
+            for link in parse_header_links(response.headers.get("Link", ""))
+            if link.get("rel") == "alternate" and link.get("url")
+        ]
+        return response.text, alternates
+
+    def download_certificate(self, url: str, preferred_chain: str | None = None) -> str:
+        """PEM chain, leaf first. With `preferred_chain`, the (alternate) chain whose top
+        certificate is issued by that CN, as cert-manager's preferredChain; else the default."""
+        pem, alternates = self._fetch_chain(url)
+        if not preferred_chain or chain_matches(pem, preferred_chain):
+            return pem
+        for alt_url in alternates:
+            alt_pem, _ = self._fetch_chain(alt_url)
+            if chain_matches(alt_pem, preferred_chain):
+                return alt_pem
+        return pem
+
+    def renewal_info(self, cert_pem: str) -> tuple[datetime, datetime] | None:
+        """ARI (RFC 9773) suggested window, or None when the CA does not offer it."""
+        base = self.directory().get("renewalInfo")
+        if not base:
+            return None
+        url = f"{str(base).rstrip('/')}/{ari_cert_id(cert_pem)}"
+        response = self._send(lambda: self._net._send_request("GET", url), url, retry_timeout=True)
+        return parse_renewal_info(_json(response, url))
+
+
+# -- helpers that need no network (unit tested directly) ---------------------------------
+
+
+def _issuer_cn(cert: x509.Certificate) -> str:
+    values = cert.issuer.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(values[0].value) if values else ""
+
+
+def chain_matches(chain_pem: str, preferred: str) -> bool:
+    """True if the chain's top certificate is issued by (or is) the CA named `preferred`."""
+    from issuance.pki.x509 import split_pem_chain
+
+    blocks = split_pem_chain(chain_pem)
+    if not blocks:
+        return False
+    top = x509.load_pem_x509_certificate(blocks[-1].encode())
+    subject_cns = [str(a.value) for a in top.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
+    return _issuer_cn(top) == preferred or preferred in subject_cns
+
+
+def ari_cert_id(cert_pem: str) -> str:
+    """RFC 9773 certificate identifier: base64url(AKI keyIdentifier) "." base64url(serial)."""
+    from issuance.pki.x509 import load_leaf
+
+    cert = load_leaf(cert_pem)
+    aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
+    if aki.key_identifier is None:
+        raise ValueError("certificate has no authority key identifier")
+    serial = cert.serial_number
+    serial_bytes = serial.to_bytes(math.ceil((serial.bit_length() + 1) / 8), "big", signed=True)
+    return f"{_b64(aki.key_identifier)}.{_b64(serial_bytes)}"
+
+
+def parse_renewal_info(body: dict[str, Any]) -> tuple[datetime, datetime] | None:
+    window = body.get("suggestedWindow") or {}
+    start = parse_datetime(str(window.get("start") or ""))
+    end = parse_datetime(str(window.get("end") or ""))
+    if start is None or end is None or end < start:
+        return None
+    return start, end
+
+
+# -- one client per issuer account -----------------------------------------------------
+
+_clients_lock = threading.Lock()
+_clients: dict[tuple[int, int, str, str], AcmeClient] = {}
+
+
+def tls_options(acme_spec: dict[str, Any]) -> TLSOptions:
+    return TLSOptions(
+        ca_bundle_b64=str(acme_spec.get("caBundle") or ""),
+        skip_verify=bool(acme_spec.get("skipTLSVerify")),
+    )
+
+
+def client_for(issuer: Any) -> AcmeClient:
+    """The client for an ACME issuer's registered account (cached per issuer generation)."""
+    from issuance.acme.account import load_account_key
+
+    if not issuer.acme_account_uri or not issuer.acme_account_key_ciphertext:
+        raise TemporaryError(
+            f"Issuer {issuer.name} has no registered ACME account yet", delay=timedelta(seconds=5)
+        )
+    spec = issuer.kind_spec
+    cache_key = (issuer.pk, issuer.generation, issuer.acme_account_uri, str(spec.get("server")))
+    with _clients_lock:
+        client = _clients.get(cache_key)
+    if client is not None:
+        return client
+    client = AcmeClient(
+        str(spec.get("server") or ""),
+        load_account_key(issuer),
+        issuer.acme_account_uri,
+        tls_options(spec),
+    )
+    with _clients_lock:
+        # Drop clients for older generations of the same issuer.
+        for key in [k for k in _clients if k[0] == issuer.pk]:
+            del _clients[key]
+        _clients[cache_key] = client
+    return client
+
+
+def forget_clients() -> None:
+    with _clients_lock:
+        _clients.clear()
