@@ -12,7 +12,7 @@ from django.db import transaction
 from josepy.jwk import JWK, JWKEC, JWKRSA
 
 from issuance.acme.errors import AcmeProblemError
-from issuance.models import Issuer, Secret
+from issuance.models import Issuer
 from issuance.pki.encryption import decrypt_text, encrypt_text
 from issuance.pki.keys import load_private_key, private_key_to_pem
 
@@ -27,6 +27,7 @@ class AccountConfig:
     email: str
     eab_key_id: str
     eab_hmac_key: str  # base64url
+    eab_algorithm: str = "HS256"
 
     def fingerprint(self) -> str:
         """What the account was registered for; a change means register again."""
@@ -42,22 +43,29 @@ def account_config(issuer: Issuer) -> AccountConfig:
     eab = spec.get("externalAccountBinding") or {}
     key_id = str(eab.get("keyID") or "") if isinstance(eab, dict) else ""
     hmac_key = _eab_hmac_key(eab) if key_id else ""
+    algorithm = str(eab.get("keyAlgorithm") or "HS256") if isinstance(eab, dict) else "HS256"
     return AccountConfig(
-        server=server, email=str(spec.get("email") or ""), eab_key_id=key_id, eab_hmac_key=hmac_key
+        server=server,
+        email=str(spec.get("email") or ""),
+        eab_key_id=key_id,
+        eab_hmac_key=hmac_key,
+        eab_algorithm=algorithm,
     )
 
 
 def _eab_hmac_key(eab: dict[str, Any]) -> str:
-    """The EAB HMAC key: from the referenced Secret (encrypted at rest) or inline."""
+    """The EAB HMAC key from the referenced Secret (specs move an inline hmacKey there)."""
+    from issuance.specs.secrets import SecretRefError, read_secret_value
+
     ref = eab.get("keySecretRef") or {}
     name = str(ref.get("name") or "") if isinstance(ref, dict) else ""
     if name:
-        secret = Secret.objects.filter(name=name).first()
-        if secret is None:
+        try:
+            value = read_secret_value(name, str(ref.get("key") or "") or None).strip()
+        except SecretRefError as exc:
             raise AccountConfigError(
-                f"spec.acme.externalAccountBinding.keySecretRef: secret {name!r} not found"
-            )
-        value = secret.tls_key.strip()
+                f"spec.acme.externalAccountBinding.keySecretRef: {exc}"
+            ) from None
         if not value:
             raise AccountConfigError(
                 f"spec.acme.externalAccountBinding.keySecretRef: secret {name!r} holds no key"
@@ -117,7 +125,11 @@ def register(issuer: Issuer, config: AccountConfig) -> str:
         except AcmeProblemError as exc:
             if exc.short_type != "accountDoesNotExist":
                 raise
-    eab = (config.eab_key_id, config.eab_hmac_key) if config.eab_key_id else None
+    eab = (
+        (config.eab_key_id, config.eab_hmac_key, config.eab_algorithm)
+        if config.eab_key_id
+        else None
+    )
     if eab is None and client.external_account_required:
         raise AccountConfigError(
             "the ACME server requires External Account Binding: set "

@@ -361,7 +361,7 @@ class AcmeClient:
     def new_account(
         self,
         email: str = "",
-        eab: tuple[str, str] | None = None,
+        eab: tuple[str, str, str] | None = None,
         only_return_existing: bool = False,
     ) -> dict[str, Any]:
         """newAccount; returns the account object with "url" (the account URI)."""
@@ -372,11 +372,12 @@ class AcmeClient:
         if only_return_existing:
             payload = {"onlyReturnExisting": True}
         elif eab:
-            key_id, hmac_key = eab
+            key_id, hmac_key, hmac_alg = eab
             payload["externalAccountBinding"] = messages.ExternalAccountBinding.from_data(
                 account_public_key=self.key.public_key(),
                 kid=key_id,
                 hmac_key=hmac_key,
+                hmac_alg=hmac_alg,
                 directory=messages.Directory.from_json(
                     {k: v for k, v in self.directory().items() if k != "url"}
                 ),
