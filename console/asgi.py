@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP now; WebSocket routing (/ws/live/) is added by the live console."""
+"""ASGI entry point: Django for HTTP, Channels for the live WebSocket (/ws/live/)."""
 
 from __future__ import annotations
 
@@ -7,4 +7,21 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-application = get_asgi_application()
+# Django must be set up before anything imports models (the consumers do).
+django_application = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from console.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_application,
+        # Session-authenticated, and only from pages of this site (no cross-site hijacking).
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

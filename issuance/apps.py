@@ -6,3 +6,9 @@ from django.apps import AppConfig
 class IssuanceConfig(AppConfig):
     name = "issuance"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Live updates follow every committed save, so controllers need no publish calls.
+        from issuance import publish
+
+        publish.connect_signals()

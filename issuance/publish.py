@@ -1,46 +1,251 @@
 """The one way live updates leave the domain (DESIGN §1, §4).
 
-Messages are sent only after the surrounding transaction commits. Issue 4 fills in the
-channel-layer side; until then this module only defines the seam and stays cheap.
+Saving a Certificate, CertificateRequest, Order, Challenge, Issuer or AcmeServer queues a
+small typed message (post_save, connected in IssuanceConfig.ready(), so controllers need no
+changes). Messages wait in a per-transaction batch and leave only after the transaction
+commits: a rollback sends nothing, and an object saved five times in one transaction sends
+one message with its last state. Subscribers (the console's channel-layer sender) get
+`(topic, message)`; topics are `dashboard` and `certificate:<name>`.
+
+Messages carry absolute timestamps (ISO 8601) so browsers count down locally, and `at`, the
+moment they were published.
+
+Known limit: if an object is saved inside a savepoint that is rolled back while the outer
+transaction commits, the batch still holds the rolled-back snapshot. Browsers re-fetch the
+page parts from the database when a message arrives, so they still show committed state.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import Model
+from django.db.models.signals import post_delete, post_save
+from django.utils import timezone
 
-if TYPE_CHECKING:
-    from issuance.models import Event
+from issuance.models import (
+    AcmeServer,
+    Certificate,
+    CertificateRequest,
+    Challenge,
+    Event,
+    Issuer,
+    Order,
+)
 
 log = logging.getLogger("issuance.publish")
 
-# Subscribers get (group, message) after commit. The console registers the channel layer.
-_subscribers: list[Callable[[str, dict[str, Any]], None]] = []
+DASHBOARD = "dashboard"
+Message = dict[str, Any]
+Subscriber = Callable[[str, Message], None]
+
+# Saves that only touch these columns are worker bookkeeping, not news for a browser.
+_BOOKKEEPING = frozenset(
+    {"due_at", "lease_owner", "lease_until", "wake_seq", "error_count", "last_error", "updated_at"}
+)
+
+_subscribers: list[Subscriber] = []
+_local = threading.local()
 
 
-def subscribe(callback: Callable[[str, dict[str, Any]], None]) -> None:
+def certificate_topic(name: str) -> str:
+    return f"certificate:{name}"
+
+
+def subscribe(callback: Subscriber) -> None:
     if callback not in _subscribers:
         _subscribers.append(callback)
 
 
-def send(group: str, message: dict[str, Any]) -> None:
-    """Queue `message` for `group` once the current transaction commits."""
+def unsubscribe(callback: Subscriber) -> None:
+    if callback in _subscribers:
+        _subscribers.remove(callback)
 
-    def deliver() -> None:
-        for callback in list(_subscribers):
-            try:
-                callback(group, message)
-            except Exception:  # a broken live channel must never break issuance
-                log.exception("live update to %s failed", group)
 
-    if _subscribers:
-        transaction.on_commit(deliver)
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+# -- the per-transaction batch --------------------------------------------------------------
+
+
+class _Batch:
+    """What one transaction will publish: the latest message per object, in first-save order."""
+
+    def __init__(self) -> None:
+        # key -> (topics, message)
+        self.items: dict[tuple[str, Any], tuple[tuple[str, ...], Message]] = {}
+        self.nudge_kinds: set[str] = set()
+        # Keys whose owning certificate is looked up after commit (kind -> primary keys).
+        self.owned: dict[str, set[Any]] = {}
+
+    def flush(self) -> None:
+        if not _subscribers:
+            return
+        try:
+            owners = _owner_names(self.owned)
+        except Exception:  # the database may be gone at shutdown; still send the rest
+            log.exception("live update: cannot resolve owning certificates")
+            owners = {}
+        now = timezone.now().isoformat()
+        for key, (topics, message) in self.items.items():
+            targets = list(topics)
+            extra: Message = {"at": now}
+            owner = owners.get(key)
+            if owner:
+                targets.append(certificate_topic(owner))
+                extra["certificate"] = owner
+            for topic in targets:
+                _deliver(topic, {**message, **extra})
+        if self.nudge_kinds:
+            _deliver(
+                DASHBOARD,
+                {"type": "dashboard.changed", "kinds": sorted(self.nudge_kinds), "at": now},
+            )
+
+
+def _deliver(topic: str, message: Message) -> None:
+    for callback in list(_subscribers):
+        try:
+            callback(topic, message)
+        except Exception:  # a broken live channel must never break issuance
+            log.exception("live update to %s failed", topic)
+
+
+# How to reach the owning certificate's name from each kind (the links are immutable).
+_OWNER_PATHS: dict[str, tuple[type[Model], str]] = {
+    "CertificateRequest": (CertificateRequest, "certificate__name"),
+    "Order": (Order, "request__certificate__name"),
+    "Challenge": (Challenge, "order__request__certificate__name"),
+}
+
+
+def _owner_names(owned: dict[str, set[Any]]) -> dict[tuple[str, Any], str]:
+    """Owning certificate names, one indexed query per kind, after commit (not in the
+    transaction, which stays as short as the controller made it)."""
+    owners: dict[tuple[str, Any], str] = {}
+    for kind, pks in owned.items():
+        model, path = _OWNER_PATHS[kind]
+        rows = model._default_manager.filter(pk__in=list(pks)).values_list("pk", path)
+        owners.update({(kind, pk): name for pk, name in rows if name})
+    return owners
+
+
+def _current_batch(using: str) -> _Batch | None:
+    """The open transaction's batch, or None outside a transaction (send at once)."""
+    conn = connections[using]
+    if not conn.in_atomic_block:
+        return None
+    batches: dict[str, _Batch] = getattr(_local, "batches", None) or {}
+    _local.batches = batches
+    batch = batches.get(using)
+    # A rollback (of the transaction, or of the savepoint the batch was opened in) drops its
+    # flush from the commit hooks; such a batch is dead and a new one starts.
+    if batch is None or not any(hook[1] == batch.flush for hook in conn.run_on_commit):
+        batch = batches[using] = _Batch()
+        transaction.on_commit(batch.flush, using=using)
+    return batch
+
+
+def _queue(
+    using: str,
+    key: tuple[str, Any] | None,
+    topics: tuple[str, ...] = (),
+    message: Message | None = None,
+    *,
+    owned: bool = False,
+    nudge: str = "",
+) -> None:
+    """Put a message (and/or a dashboard nudge) in the transaction's batch.
+
+    `owned`: also send it to the owning certificate's topic, looked up after commit.
+    """
+    if not _subscribers:
+        return
+    batch = _current_batch(using)
+    run_now = batch is None
+    if batch is None:
+        batch = _Batch()
+    if key is not None and message is not None:
+        batch.items[key] = (topics, message)
+        if owned:
+            batch.owned.setdefault(key[0], set()).add(key[1])
+    if nudge:
+        batch.nudge_kinds.add(nudge)
+    if run_now:
+        batch.flush()
+
+
+def send(topic: str, message: Message, *, key: Any = None, using: str = DEFAULT_DB_ALIAS) -> None:
+    """Queue `message` for `topic` once the current transaction commits.
+
+    Messages with the same `key` in one transaction collapse into the last one.
+    """
+    _queue(using, ("send", key if key is not None else object()), (topic,), message)
+
+
+# -- messages per resource ----------------------------------------------------------------
+
+
+def certificate_message(cert: Certificate) -> Message:
+    ready = cert.get_condition("Ready")
+    return {
+        "type": "certificate.status",
+        "name": cert.name,
+        "state": cert.state,
+        "ready": bool(ready and ready.get("status") == "True"),
+        "issuing": cert.condition_is("Issuing"),
+        "notAfter": _iso(cert.not_after),
+        "renewalTime": _iso(cert.renewal_time),
+        "nextRetryTime": _iso(cert.next_retry_time),
+        "failedIssuanceAttempts": cert.failed_issuance_attempts,
+        "revision": cert.revision,
+    }
+
+
+def request_message(req: CertificateRequest) -> Message:
+    return {
+        "type": "request.status",
+        "name": req.name,
+        "certificate": None,
+        "revision": req.revision,
+        "approval": req.approval,
+        "state": req.state,
+    }
+
+
+def order_message(order: Order) -> Message:
+    return {
+        "type": "order.status",
+        "name": order.name,
+        "certificate": None,
+        "state": order.state,
+        "reason": order.reason,
+    }
+
+
+def challenge_message(ch: Challenge) -> Message:
+    return {
+        "type": "challenge.status",
+        "name": ch.name,
+        "certificate": None,
+        "dnsName": ch.dns_name,
+        "challengeType": ch.type,
+        "processing": ch.processing,
+        "presented": ch.presented,
+        "state": ch.state,
+        "reason": ch.reason,
+        "nextCheckAt": _iso(ch.next_check_at),
+    }
 
 
 def event_recorded(event: Event) -> None:
+    """Called by issuance.events.record(): the timeline entry, for the certificate's page."""
     payload = {
         "type": "event.recorded",
         "kind": event.kind,
@@ -49,8 +254,72 @@ def event_recorded(event: Event) -> None:
         "message": event.message,
         "eventType": event.type,
         "actor": event.actor,
-        "at": event.created_at.isoformat(),
+        "createdAt": event.created_at.isoformat(),
     }
-    if event.certificate_name:
-        send(f"certificate.{event.certificate_name}", payload)
-    send("dashboard", payload)
+    topic = certificate_topic(event.certificate_name) if event.certificate_name else DASHBOARD
+    _queue(event._state.db or DEFAULT_DB_ALIAS, ("Event", event.pk), (topic,), payload)
+
+
+# -- signal receivers -------------------------------------------------------------------------
+
+
+def _is_bookkeeping(update_fields: Iterable[str] | None) -> bool:
+    return update_fields is not None and set(update_fields) <= _BOOKKEEPING
+
+
+def _on_save(sender: type[Model], instance: Model, **kwargs: Any) -> None:
+    if kwargs.get("raw") or _is_bookkeeping(kwargs.get("update_fields")):
+        return
+    using: str = kwargs.get("using") or DEFAULT_DB_ALIAS
+    try:
+        _queue_instance(using, instance)
+    except Exception:  # never let a live-update bug fail the save that triggered it
+        log.exception("live update for %s failed", instance)
+
+
+def _queue_instance(using: str, instance: Model) -> None:
+    key = (type(instance).__name__, instance.pk)
+    if isinstance(instance, Certificate):
+        topics = (DASHBOARD, certificate_topic(instance.name))
+        _queue(using, key, topics, certificate_message(instance))
+    elif isinstance(instance, CertificateRequest):
+        _queue(using, key, (DASHBOARD,), request_message(instance), owned=True)
+    elif isinstance(instance, Order):
+        _queue(using, key, (), order_message(instance), owned=True, nudge="Order")
+    elif isinstance(instance, Challenge):
+        _queue(using, key, (), challenge_message(instance), owned=True, nudge="Challenge")
+    else:  # Issuer, AcmeServer: the dashboard's summaries change
+        _queue(using, None, nudge=type(instance).__name__)
+
+
+def _on_delete(sender: type[Model], instance: Model, **kwargs: Any) -> None:
+    using: str = kwargs.get("using") or DEFAULT_DB_ALIAS
+    try:
+        if isinstance(instance, Certificate):
+            message = {"type": "certificate.deleted", "name": instance.name}
+            topics = (DASHBOARD, certificate_topic(instance.name))
+            _queue(using, ("Certificate", instance.pk), topics, message)
+        else:
+            _queue(using, None, nudge=type(instance).__name__)
+    except Exception:
+        log.exception("live update for deleted %s failed", instance)
+
+
+_MODELS: tuple[type[Model], ...] = (
+    Certificate,
+    CertificateRequest,
+    Order,
+    Challenge,
+    Issuer,
+    AcmeServer,
+)
+
+
+def connect_signals() -> None:
+    """Called once from IssuanceConfig.ready()."""
+    for model in _MODELS:
+        post_save.connect(_on_save, sender=model, dispatch_uid=f"publish-save-{model.__name__}")
+    for model in (Certificate, Issuer):
+        post_delete.connect(
+            _on_delete, sender=model, dispatch_uid=f"publish-delete-{model.__name__}"
+        )
