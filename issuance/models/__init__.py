@@ -2,6 +2,7 @@
 
 from issuance.models.acmeserver import AcmeServer
 from issuance.models.base import ImmutableSpecError, validate_resource_name
+from issuance.models.bootstraptoken import BootstrapToken
 from issuance.models.certificate import Certificate, CertificateState
 from issuance.models.certificaterequest import Approval, CertificateRequest, RequestState
 from issuance.models.challenge import (
@@ -12,14 +13,17 @@ from issuance.models.challenge import (
 )
 from issuance.models.event import Event
 from issuance.models.issuer import Issuer, IssuerKind
+from issuance.models.kubecsr import KubeCSR
 from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
 from issuance.models.secret import Secret
+from issuance.models.secretexport import SecretExport
 
 __all__ = [
     "FINAL_CHALLENGE_STATES",
     "FINAL_ORDER_STATES",
     "AcmeServer",
     "Approval",
+    "BootstrapToken",
     "Certificate",
     "CertificateRequest",
     "CertificateState",
@@ -30,9 +34,11 @@ __all__ = [
     "ImmutableSpecError",
     "Issuer",
     "IssuerKind",
+    "KubeCSR",
     "Order",
     "OrderState",
     "RequestState",
     "Secret",
+    "SecretExport",
     "validate_resource_name",
 ]

@@ -54,6 +54,9 @@ class CertificateRequest(ImmutableSpecMixin, Resource, Reconciled):
     certificate_pem = models.TextField(blank=True, default="")
     ca_pem = models.TextField(blank=True, default="")
     failure_time = models.DateTimeField(null=True, blank=True)
+    # The approval policy's last evaluation (issuance.approval): outcome, reason, and each
+    # check {name, passed, detail}, so the approval queue shows why a request waits.
+    policy_checks = models.JSONField(default=dict, blank=True)
 
     class Meta(Reconciled.Meta):
         ordering = ["-created_at", "-id"]
