@@ -1,0 +1,228 @@
+"""What a Certificate currently has versus what its spec asks for (cert-manager's policy checks).
+
+Used by readiness (Ready=False reasons), by the trigger (why a new issuance starts) and by
+the request manager (is the in-flight request still what the spec asks for?).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Max
+
+from issuance.durations import DurationError, parse_duration
+from issuance.models import Certificate, CertificateRequest, Secret
+from issuance.pki.csr import CSRError, CSRInfo, parse_csr
+from issuance.pki.encryption import DecryptionError
+from issuance.pki.keys import KeyError_, key_matches_spec, load_private_key, public_key_bytes
+from issuance.pki.x509 import CertInfo, cert_info
+from issuance.renewal import renewal_time
+
+DEFAULT_DURATION = "2160h"
+CONTROLLER_USERNAME = "system:certificate-controller"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Why the stored certificate is not (or no longer) what the spec asks for."""
+
+    reason: str  # cert-manager's words: DoesNotExist, SecretMismatch, IncorrectIssuer, ...
+    message: str
+
+
+@dataclass
+class CertView:
+    """Everything the certificate steps read, loaded once per reconcile."""
+
+    cert: Certificate
+    now: datetime
+    secret: Secret | None
+    info: CertInfo | None  # the leaf stored in the Secret, when it parses
+    key_pem: str  # the Secret's private key (decrypted), "" when missing or unreadable
+    current: CertificateRequest | None  # the request that made the current revision
+    target: CertificateRequest | None  # the newest request after the current revision
+    latest: CertificateRequest | None  # the newest request of all (for forced renewals)
+
+
+def load_view(cert: Certificate, now: datetime) -> CertView:
+    secret = Secret.objects.filter(name=cert.secret_name).first()
+    if secret is not None and secret.certificate_id not in (None, cert.pk):
+        secret = None  # someone else's Secret: not ours to read
+    info = None
+    key_pem = ""
+    if secret is not None:
+        try:
+            info = cert_info(secret.tls_crt) if secret.tls_crt else None
+        except ValueError:
+            info = None
+        try:
+            key_pem = secret.tls_key
+        except DecryptionError:
+            key_pem = ""
+    requests = CertificateRequest.objects.filter(certificate=cert).select_related("issuer")
+    current = requests.filter(revision=cert.revision).first() if cert.revision is not None else None
+    latest = requests.order_by("-revision").first()
+    target = (
+        latest if latest is not None and (latest.revision or 0) > (cert.revision or 0) else None
+    )
+    return CertView(cert, now, secret, info, key_pem, current, target, latest)
+
+
+def next_revision(cert: Certificate) -> int:
+    """One past every revision this certificate ever used (failed attempts included)."""
+    top = CertificateRequest.objects.filter(certificate=cert).aggregate(m=Max("revision"))["m"]
+    return max(top or 0, cert.revision or 0) + 1
+
+
+def desired_request_spec(cert: Certificate) -> dict[str, Any]:
+    """The request fields the spec asks for (without the CSR itself)."""
+    spec = cert.spec
+    issuer_ref = dict(spec.get("issuerRef") or {}) or {"name": cert.issuer.name, "kind": "Issuer"}
+    return {
+        "issuerRef": issuer_ref,
+        "duration": str(spec.get("duration") or DEFAULT_DURATION),
+        "usages": list(spec.get("usages") or []),
+        "isCA": bool(spec.get("isCA")),
+    }
+
+
+def _ips(values: list[str]) -> set[str]:
+    out = set()
+    for value in values:
+        try:
+            out.add(str(ipaddress.ip_address(value)))
+        except ValueError:
+            out.add(value)
+    return out
+
+
+def _organizations(cert: Certificate) -> list[str]:
+    return list((cert.spec.get("subject") or {}).get("organizations") or [])
+
+
+def csr_mismatch(cert: Certificate, csr: CSRInfo) -> str:
+    """How a CSR differs from the spec's names and key type ("" when it matches)."""
+    spec = cert.spec
+    if sorted(set(csr.dns_names)) != sorted(set(cert.dns_names)):
+        return f"dnsNames differ: requested {sorted(csr.dns_names)}, spec {sorted(cert.dns_names)}"
+    if _ips(csr.ip_addresses) != _ips(cert.ip_addresses):
+        return "ipAddresses differ from the spec"
+    if csr.common_name != cert.common_name:
+        return f"commonName differs: {csr.common_name!r} != {cert.common_name!r}"
+    if sorted(set(csr.uris)) != sorted(set(spec.get("uris") or [])):
+        return "uris differ from the spec"
+    if sorted(set(csr.emails)) != sorted(set(spec.get("emailAddresses") or [])):
+        return "emailAddresses differ from the spec"
+    if sorted(csr.organizations) != sorted(_organizations(cert)):
+        return "subject.organizations differ from the spec"
+    return ""
+
+
+def request_mismatch(cert: Certificate, request: CertificateRequest) -> str:
+    """How an existing request differs from what the spec asks for now ("" when it matches)."""
+    if request.issuer_id != cert.issuer_id:
+        return f"issuer changed from {request.issuer.name} to {cert.issuer.name}"
+    want = desired_request_spec(cert)
+    for field in ("duration", "usages", "isCA"):
+        have = request.spec.get(field)
+        if field == "usages":
+            have = list(have or [])
+        if field == "isCA":
+            have = bool(have)
+        if have != want[field]:
+            return f"spec.{field} changed"
+    try:
+        csr = parse_csr(request.csr_pem)
+    except CSRError as exc:
+        return f"stored CSR is invalid: {exc}"
+    return csr_mismatch(cert, csr)
+
+
+def key_mismatch(cert: Certificate, key_pem: str) -> str:
+    try:
+        key = load_private_key(key_pem)
+    except (ValueError, TypeError):
+        return "private key cannot be read"
+    try:
+        if not key_matches_spec(key, cert.private_key_spec):
+            return "private key type or size differs from spec.privateKey"
+    except KeyError_ as exc:
+        return str(exc)
+    return ""
+
+
+def public_key_der(key_pem: str) -> bytes:
+    return public_key_bytes(load_private_key(key_pem).public_key())  # type: ignore[arg-type]
+
+
+def secret_violation(view: CertView) -> Violation | None:
+    """Why the stored key pair does not serve the spec (None: it does, maybe needing renewal)."""
+    cert, secret, info = view.cert, view.secret, view.info
+    if secret is None:
+        return Violation("DoesNotExist", f"Secret {cert.secret_name!r} does not exist")
+    if not secret.tls_crt or not view.key_pem:
+        return Violation("MissingData", f"Secret {cert.secret_name!r} lacks tls.crt or tls.key")
+    if info is None:
+        return Violation("InvalidCertificate", "tls.crt in the Secret cannot be parsed")
+    try:
+        if public_key_der(view.key_pem) != info.public_key_der:
+            return Violation("InvalidKeyPair", "tls.key does not match tls.crt")
+    except (ValueError, TypeError):
+        return Violation("InvalidKeyPair", "tls.key cannot be read")
+    if info.not_after <= view.now:
+        return Violation("Expired", f"Certificate expired on {info.not_after.isoformat()}")
+    why = key_mismatch(cert, view.key_pem)
+    if why:
+        return Violation("SecretMismatch", why)
+    if view.current is not None:
+        why = request_mismatch(cert, view.current)
+        if why:
+            reason = "IncorrectIssuer" if why.startswith("issuer changed") else "RequestChanged"
+            return Violation(reason, why)
+    else:
+        # No request on record (deleted, or imported Secret): compare the certificate itself,
+        # leniently, since a CA may add the commonName to the SANs.
+        want = set(cert.dns_names)
+        have = set(info.dns_names)
+        if not want <= have or not have <= want | {cert.common_name}:
+            return Violation("SecretMismatch", "dnsNames in the certificate differ from the spec")
+        if _ips(info.ip_addresses) != _ips(cert.ip_addresses):
+            return Violation("SecretMismatch", "ipAddresses in the certificate differ")
+        if cert.common_name and info.common_name != cert.common_name:
+            return Violation("SecretMismatch", "commonName in the certificate differs")
+    return None
+
+
+def renew_before_percentage(cert: Certificate) -> int | None:
+    value = cert.spec.get("renewBeforePercentage")
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def compute_renewal_time(cert: Certificate, info: CertInfo) -> datetime:
+    ari = cert.ari_renewal_time
+    if ari is not None and not (info.not_before <= ari < info.not_after):
+        ari = None  # a suggestion for an older revision
+    renew_before = cert.spec.get("renewBefore")
+    try:
+        if renew_before:
+            parse_duration(str(renew_before))
+    except DurationError:
+        renew_before = None
+    return renewal_time(
+        cert.name,
+        info.not_before,
+        info.not_after,
+        str(renew_before) if renew_before else None,
+        renew_before_percentage(cert),
+        ari_suggested=ari,
+    )
+
+
+def until(moment: datetime, now: datetime) -> timedelta:
+    return max(moment - now, timedelta(0))

@@ -1,0 +1,343 @@
+"""The database-backed worker (DESIGN §3 "Work queue and worker").
+
+Each resource row carries `due_at`. A worker claims due rows with a lease (PostgreSQL:
+`SELECT … FOR UPDATE SKIP LOCKED`; SQLite: a compare-and-set UPDATE), runs the
+controllers' `reconcile` on a thread pool, and writes back when to look again. It sleeps
+until the next due time, a wake-up in this process (issuance.wakeup.local_wakeup) or a
+PostgreSQL NOTIFY from another process.
+
+Used by `manage.py reconcile` and by `serve` (web and worker in one process):
+`Worker().run(stop_event)`, `Worker().run_once()`, `Worker().tick()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.db.models import Case, DateTimeField, F, Min, Model, Q, QuerySet, Value, When
+from django.db.models.functions import Least
+from django.utils import timezone
+
+from issuance import events
+from issuance.backoff import error_backoff
+from issuance.controllers import registry
+from issuance.controllers.base import PermanentError, TemporaryError
+from issuance.controllers.registry import Controller, Step
+from issuance.models import Event
+from issuance.wakeup import local_wakeup
+from issuance.worker_listen import Listener
+
+log = logging.getLogger("issuance.worker")
+
+# Longest sleep without looking at the database. On PostgreSQL other processes NOTIFY us,
+# so this is only a safety net; on SQLite nothing can wake a separate worker process, so
+# it polls (two cheap indexed queries per model).
+IDLE_CAP_POSTGRES = 30.0
+IDLE_CAP_SQLITE = 2.0
+# run_once() gives up after this many rounds (a controller that always asks for "now").
+MAX_ONCE_ROUNDS = 10_000
+
+
+@dataclass(frozen=True)
+class Claim:
+    pk: Any
+    wake_seq: int
+    error_count: int
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()[:30]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _unleased(now: datetime) -> Q:
+    return Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+
+
+class Worker:
+    def __init__(
+        self,
+        worker_id: str | None = None,
+        threads: int | None = None,
+        batch: int | None = None,
+    ) -> None:
+        self.worker_id = (worker_id or default_worker_id())[:64]
+        self.threads = max(1, threads if threads is not None else settings.WORKER_THREADS)
+        self.batch = batch or max(10, self.threads * 2)
+        self.controllers: list[Controller] = registry.controllers()
+        self.steps: list[Step] = registry.steps()
+        self.processed = 0
+        self._stop = threading.Event()
+        # One thread: run inline, on the caller's connection (tests inside a transaction).
+        self._pool = (
+            ThreadPoolExecutor(self.threads, thread_name_prefix="reconcile")
+            if self.threads > 1
+            else None
+        )
+        self._trace = os.environ.get("ISSUANCE_RECONCILE_TRACE", "")
+
+    # -- claiming ------------------------------------------------------------------------
+
+    def claim(self, ctrl: Controller, limit: int) -> list[Claim]:
+        """Lease up to `limit` due rows of one model for this worker."""
+        now = timezone.now()
+        manager = ctrl.model._default_manager  # type: ignore[attr-defined]
+        due: QuerySet[Any] = manager.filter(due_at__lte=now).filter(_unleased(now))
+        lease_until = now + settings.WORKER_LEASE
+        fields = ("pk", "wake_seq", "error_count")
+        if connection.vendor == "postgresql":
+            with transaction.atomic():
+                rows = list(
+                    due.select_for_update(skip_locked=True)
+                    .order_by("due_at")
+                    .values_list(*fields)[:limit]
+                )
+                if rows:
+                    manager.filter(pk__in=[r[0] for r in rows]).update(
+                        lease_owner=self.worker_id, lease_until=lease_until
+                    )
+            return [Claim(*r) for r in rows]
+        claims = []
+        for pk, seq, errors in due.order_by("due_at").values_list(*fields)[:limit]:
+            # Compare-and-set: only one worker's UPDATE matches an unleased row.
+            won = (
+                manager.filter(pk=pk, due_at__lte=now)
+                .filter(_unleased(now))
+                .update(lease_owner=self.worker_id, lease_until=lease_until)
+            )
+            if won:
+                claims.append(Claim(pk, seq, errors))
+        return claims
+
+    # -- running one item ----------------------------------------------------------------
+
+    def process(self, ctrl: Controller, claim: Claim) -> None:
+        started = time.time_ns()
+        try:
+            self._reconcile(ctrl, claim)
+        finally:
+            if self._trace:
+                self._write_trace(ctrl, claim, started)
+
+    def _reconcile(self, ctrl: Controller, claim: Claim) -> None:
+        manager = ctrl.model._default_manager  # type: ignore[attr-defined]
+        obj = manager.filter(pk=claim.pk, lease_owner=self.worker_id).first()
+        if obj is None:
+            return  # deleted, or our lease expired and someone else has it
+        try:
+            result = ctrl.reconcile(obj)
+        except TemporaryError as exc:
+            delay = exc.delay or error_backoff(claim.error_count + 1, acme=ctrl.acme_backoff)
+            log.info("%s %s: temporary error, retry in %s: %s", ctrl.name, obj, delay, exc)
+            self.release(ctrl, claim, delay, error=str(exc), errors=claim.error_count + 1)
+        except PermanentError as exc:
+            log.warning("%s %s: permanent error: %s", ctrl.name, obj, exc)
+            self.release(ctrl, claim, None, error=str(exc), errors=claim.error_count + 1)
+            _record_error(obj, str(exc))
+        except Exception as exc:
+            delay = error_backoff(claim.error_count + 1, acme=ctrl.acme_backoff)
+            log.exception("%s %s: unexpected error, retry in %s", ctrl.name, obj, delay)
+            self.release(
+                ctrl,
+                claim,
+                delay,
+                error=f"{type(exc).__name__}: {exc}",
+                errors=claim.error_count + 1,
+            )
+        else:
+            self.release(ctrl, claim, result.requeue_after)
+
+    def release(
+        self,
+        ctrl: Controller,
+        claim: Claim,
+        after: timedelta | None,
+        *,
+        error: str = "",
+        errors: int = 0,
+    ) -> None:
+        """Give the row back with its next due time, unless someone woke it meanwhile."""
+        now = timezone.now()
+        woken = ~Q(wake_seq=claim.wake_seq)
+        if after is None:
+            due: Any = Case(
+                When(woken, then=F("due_at")),
+                default=Value(None, output_field=DateTimeField()),
+            )
+        else:
+            at = Value(now + after, output_field=DateTimeField())
+            due = Case(When(woken, then=Least(F("due_at"), at)), default=at)
+        manager = ctrl.model._default_manager  # type: ignore[attr-defined]
+        manager.filter(pk=claim.pk, lease_owner=self.worker_id).update(
+            due_at=due,
+            lease_owner="",
+            lease_until=None,
+            error_count=errors,
+            last_error=error[:4000],
+        )
+
+    def _run_items(self, items: list[tuple[Controller, Claim]]) -> None:
+        if self._pool is None:
+            for ctrl, claim in items:
+                self.process(ctrl, claim)
+            return
+        futures = [self._pool.submit(self._process_in_thread, c, cl) for c, cl in items]
+        crash: BaseException | None = None
+        for future in futures:
+            try:
+                future.result()
+            except BaseException as exc:  # a simulated crash: re-raised after the batch
+                crash = crash or exc
+        if crash is not None:
+            raise crash
+
+    def _process_in_thread(self, ctrl: Controller, claim: Claim) -> None:
+        try:
+            self.process(ctrl, claim)
+        finally:
+            connection.close()  # threads own their connections; CONN_MAX_AGE is 0
+
+    def _write_trace(self, ctrl: Controller, claim: Claim, started: int) -> None:
+        line = f"{os.getpid()} {ctrl.name} {claim.pk} {started} {time.time_ns()}\n"
+        fd = os.open(self._trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+    # -- loops ---------------------------------------------------------------------------
+
+    def run_steps(self) -> bool:
+        did = False
+        for step in self.steps:
+            try:
+                did = bool(step.run()) or did
+            except Exception:
+                log.exception("step %s failed", step.name)
+        return did
+
+    def tick(self) -> bool:
+        """One pass: the global steps, then one batch of due rows per controller."""
+        did = self.run_steps()
+        items: list[tuple[Controller, Claim]] = []
+        for ctrl in self.controllers:
+            if self._stop.is_set():
+                break
+            items += [(ctrl, c) for c in self.claim(ctrl, self.batch)]
+        if items:
+            self._run_items(items)
+            self.processed += len(items)
+            did = True
+        return did
+
+    def run_once(self) -> int:
+        """Drain everything due now (including what that work makes due), then return."""
+        start = self.processed
+        for _ in range(MAX_ONCE_ROUNDS):
+            if self._stop.is_set() or not self.tick():
+                break
+        else:
+            log.warning("run_once: still busy after %d rounds", MAX_ONCE_ROUNDS)
+        return self.processed - start
+
+    def next_due(self) -> datetime | None:
+        """The earliest moment a row becomes claimable (due and not leased)."""
+        now = timezone.now()
+        moments: list[datetime] = []
+        for ctrl in self.controllers:
+            manager = ctrl.model._default_manager  # type: ignore[attr-defined]
+            rows = manager.filter(due_at__isnull=False)
+            free = rows.filter(_unleased(now)).aggregate(m=Min("due_at"))["m"]
+            leased = rows.filter(lease_until__gte=now).aggregate(m=Min("lease_until"))["m"]
+            moments += [m for m in (free, leased) if m is not None]
+        return min(moments) if moments else None
+
+    def stop(self) -> None:
+        self._stop.set()
+        local_wakeup.set()
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Work until `stop` is set (or stop() is called); in-flight items are finished."""
+        if stop is not None:
+            self._stop = stop
+        listener = Listener() if connection.vendor == "postgresql" else None
+        cap = IDLE_CAP_POSTGRES if listener is not None else IDLE_CAP_SQLITE
+        log.info("worker %s started (%d threads)", self.worker_id, self.threads)
+        try:
+            while not self._stop.is_set():
+                local_wakeup.clear()
+                try:
+                    if self.tick():
+                        continue
+                    due = self.next_due()
+                except DatabaseError:
+                    log.exception("database error; retrying in 5 s")
+                    close_old_connections()
+                    self._stop.wait(5)
+                    continue
+                close_old_connections()  # idle: don't keep a connection open for nothing
+                wait = cap
+                if due is not None:
+                    wait = min(cap, max(0.0, (due - timezone.now()).total_seconds()))
+                self._sleep(wait, listener)
+        finally:
+            if listener is not None:
+                listener.close()
+            self.close()
+            log.info("worker %s stopped", self.worker_id)
+
+    def _sleep(self, seconds: float, listener: Listener | None) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._stop.is_set() and not local_wakeup.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if listener is None:
+                local_wakeup.wait(left)
+                return
+            # Slices so that a stop or an in-process wake-up is seen within a second.
+            if listener.wait(min(left, 1.0)):
+                return
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def _record_error(obj: Model, message: str) -> None:
+    kind = getattr(obj, "KIND", type(obj).__name__)
+    name = str(getattr(obj, "name", obj.pk))
+    certificate_name = ""
+    if kind == "Certificate":
+        certificate_name = name
+    else:
+        owner = getattr(obj, "certificate", None)
+        certificate_name = str(getattr(owner, "name", "") or "")
+    try:
+        events.record(
+            kind,
+            name,
+            "ReconcileError",
+            message,
+            type_=Event.WARNING,
+            certificate_name=certificate_name,
+        )
+    except DatabaseError:
+        log.exception("could not record the error event for %s/%s", kind, name)
+
+
+def drain(workers: Iterable[Worker]) -> int:
+    """Run each worker's run_once (tests)."""
+    return sum(w.run_once() for w in workers)

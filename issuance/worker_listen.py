@@ -1,0 +1,70 @@
+"""PostgreSQL LISTEN for worker wake-ups, on its own psycopg connection (autocommit)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from typing import Any
+
+import psycopg
+from django.db import connection
+
+from issuance.wakeup import NOTIFY_CHANNEL
+
+log = logging.getLogger("issuance.worker")
+
+
+def _conninfo() -> dict[str, Any]:
+    s = connection.settings_dict
+    info: dict[str, Any] = {"dbname": s["NAME"], "autocommit": True}
+    for key, arg in (("USER", "user"), ("PASSWORD", "password"), ("HOST", "host")):
+        if s.get(key):
+            info[arg] = s[key]
+    if s.get("PORT"):
+        info["port"] = int(s["PORT"])
+    return info
+
+
+class Listener:
+    """Waits for NOTIFY on the wake-up channel; reconnects lazily after errors."""
+
+    def __init__(self) -> None:
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def _connect(self) -> psycopg.Connection[Any] | None:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        try:
+            conn = psycopg.connect(**_conninfo())
+            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        except psycopg.Error as exc:
+            log.warning("cannot LISTEN for wake-ups (%s); polling instead", exc)
+            return None
+        self._conn = conn
+        return conn
+
+    def wait(self, timeout: float) -> bool:
+        """True when a notification arrived within `timeout` seconds."""
+        conn = self._connect()
+        if conn is None:
+            time.sleep(timeout)
+            return False
+        try:
+            got = False
+            for _ in conn.notifies(timeout=timeout, stop_after=1):
+                got = True
+            if got:  # several wake-ups in a burst make one pass, not many
+                for _ in conn.notifies(timeout=0.0):
+                    pass
+            return got
+        except psycopg.Error as exc:
+            log.warning("wake-up listener failed (%s); reconnecting", exc)
+            self.close()
+            return False
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+            self._conn = None
