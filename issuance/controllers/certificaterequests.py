@@ -12,7 +12,7 @@ import contextlib
 from django.db import transaction
 from django.utils import timezone
 
-from issuance import actions, events, faults
+from issuance import actions, approval, events, faults
 from issuance.controllers.base import Result
 from issuance.issuers import registry
 from issuance.issuers.base import SignOutcome, SignState
@@ -53,6 +53,12 @@ def reconcile(request: CertificateRequest) -> Result:
 
 
 def _approve_by_policy(request: CertificateRequest) -> Result:
+    if request.certificate_id is None:  # external CSRs: the issuer's rules (issuance.approval)
+        decision = approval.apply(request)
+        if decision.outcome == "pending":
+            _set_pending(request, "Pending", f"Waiting for approval: {decision.reason}")
+            return Result.done()
+        return Result.now()
     if not policy_approves(request):
         _set_pending(
             request,

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from issuance import events
+from issuance.approval import spec as approval_spec
 from issuance.models import Issuer, IssuerKind
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import (
@@ -61,6 +62,8 @@ def _auto_approve(value: Any, where: str, errors: Errors) -> Any:
 # Extend this mapping to add policy fields.
 APPROVAL_POLICY_FIELDS: dict[str, Callable[[Any, str, Errors], Any]] = {
     "autoApprove": _auto_approve,
+    "rules": approval_spec.validate_rules,
+    "deny": approval_spec.validate_deny,
 }
 
 
