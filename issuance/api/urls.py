@@ -1,5 +1,31 @@
+"""REST API routes: one router under /api/v1/, the OpenAPI schema at /api/schema/."""
+
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, include, path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from issuance.api.certificaterequests import CertificateRequestViewSet
+from issuance.api.certificates import CertificateViewSet
+from issuance.api.challenges import ChallengeViewSet
+from issuance.api.events import EventViewSet
+from issuance.api.issuers import IssuerViewSet
+from issuance.api.orders import OrderViewSet
+from issuance.api.scheduler import SchedulerView
+
+router = DefaultRouter()
+router.register("issuers", IssuerViewSet, basename="issuer")
+router.register("certificates", CertificateViewSet, basename="certificate")
+router.register("certificaterequests", CertificateRequestViewSet, basename="certificaterequest")
+router.register("orders", OrderViewSet, basename="order")
+router.register("challenges", ChallengeViewSet, basename="challenge")
+router.register("events", EventViewSet, basename="event")
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("api/v1/scheduler/", SchedulerView.as_view(), name="api-scheduler"),
+    path("api/v1/token/", obtain_auth_token, name="api-token"),
+    path("api/v1/", include(router.urls)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+]

@@ -1,0 +1,169 @@
+"""/api/v1/certificaterequests/: CSRs (immutable), created from PEM, approved or denied."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, serializers, status
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from issuance import actions, events
+from issuance.api.common import (
+    ActionBodySerializer,
+    ResourceViewSet,
+    ResourceWriteSerializer,
+    merge_patch,
+    read_write_body,
+)
+from issuance.api.permissions import APPROVER, OPERATOR
+from issuance.models import Approval, CertificateRequest, ImmutableSpecError, RequestState
+from issuance.specs import create_certificate_request
+from issuance.specs.outcome import changed_fields
+
+KINDS = ("CertificateRequest",)
+
+
+class CertificateRequestStatusSerializer(serializers.Serializer[Any]):
+    """cert-manager's CertificateRequestStatus; `certificate` and `ca` are PEM text here
+    (cert-manager's YAML carries them base64-encoded)."""
+
+    state = serializers.CharField()
+    approval = serializers.CharField()
+    decidedBy = serializers.CharField(source="decided_by")
+    decidedAt = serializers.DateTimeField(source="decided_at")
+    conditions = serializers.JSONField()
+    certificate = serializers.CharField(source="certificate_pem")
+    ca = serializers.CharField(source="ca_pem")
+    failureTime = serializers.DateTimeField(source="failure_time")
+    lastError = serializers.CharField(source="last_error")
+
+
+class OwnerSerializer(serializers.Serializer[Any]):
+    certificate = serializers.CharField(source="certificate.name")
+    revision = serializers.IntegerField(allow_null=True)
+
+
+class CertificateRequestSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    requester = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # the field, not Field.source
+    owner = serializers.SerializerMethodField()
+    spec = serializers.JSONField()
+    status = CertificateRequestStatusSerializer(source="*")
+
+    def get_owner(self, obj: CertificateRequest) -> dict[str, Any] | None:
+        if obj.certificate_id is None:
+            return None
+        return dict(OwnerSerializer(obj).data)
+
+
+class CertificateRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ResourceViewSet):
+    """CertificateRequests. Filters: `certificate`, `approval`, `state`, `issuer`."""
+
+    queryset = CertificateRequest.objects.all()
+    serializer_class = CertificateRequestSerializer
+    required_roles = {
+        "create": OPERATOR,
+        "update": OPERATOR,
+        "partial_update": OPERATOR,
+        "destroy": OPERATOR,
+        "approve": APPROVER,
+        "deny": APPROVER,
+    }
+
+    def get_queryset(self) -> Any:
+        qs = CertificateRequest.objects.select_related("certificate").order_by("-created_at", "-id")
+        for param, lookup in (
+            ("certificate", "certificate__name"),
+            ("approval", "approval"),
+            ("state", "state"),
+            ("issuer", "issuer__name"),
+        ):
+            value = self.query_param(param)
+            if value:
+                qs = qs.filter(**{lookup: value})
+        return qs
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("certificate", str, description="owning Certificate name"),
+            OpenApiParameter("approval", str, enum=list(Approval.values)),
+            OpenApiParameter("state", str, enum=list(RequestState.values)),
+            OpenApiParameter("issuer", str, description="issuer name"),
+        ]
+    )
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(request=ResourceWriteSerializer, responses={201: CertificateRequestSerializer})
+    def create(self, request: Request) -> Response:
+        """Submit a PEM CSR; the requester is the authenticated user. Name optional."""
+        body = read_write_body(request, KINDS)
+        cr = create_certificate_request(
+            body.get("name"), body["spec"], requester=self.actor(), source="api"
+        )
+        return Response(CertificateRequestSerializer(cr).data, status=status.HTTP_201_CREATED)
+
+    def _immutable(self, request: Request, partial: bool) -> Response:
+        current = self.get_object()
+        body = read_write_body(request, KINDS)
+        spec = merge_patch(current.spec, body["spec"]) if partial else body["spec"]
+        fields = changed_fields(current.spec, spec) if isinstance(spec, dict) else ["spec"]
+        raise ImmutableSpecError("CertificateRequest", current.name, fields or ["spec"])
+
+    @extend_schema(request=ResourceWriteSerializer, responses={409: None})
+    def update(self, request: Request, name: str) -> Response:
+        """Always 409: a CertificateRequest's spec is immutable; create a new one."""
+        return self._immutable(request, partial=False)
+
+    @extend_schema(request=ResourceWriteSerializer, responses={409: None})
+    def partial_update(self, request: Request, name: str) -> Response:
+        """Always 409: a CertificateRequest's spec is immutable; create a new one."""
+        return self._immutable(request, partial=True)
+
+    def destroy(self, request: Request, name: str) -> Response:
+        cr = self.get_object()
+        owner = cr.certificate.name if cr.certificate_id and cr.certificate else ""
+        with transaction.atomic():
+            cr.delete()
+            events.record(
+                "CertificateRequest",
+                name,
+                "Deleted",
+                "CertificateRequest deleted",
+                actor=self.actor(),
+                certificate_name=owner,
+            )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def _decide(self, request: Request, approve: bool) -> Response:
+        body = ActionBodySerializer(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        cr = self.get_object()
+        decide = actions.approve if approve else actions.deny
+        default_reason = "Approved" if approve else "Denied"
+        cr = decide(
+            cr,
+            actor=self.actor(),
+            reason=body.validated_data.get("reason") or default_reason,
+            message=body.validated_data.get("message") or "",
+        )
+        cr.refresh_from_db()
+        return Response(CertificateRequestSerializer(cr).data)
+
+    @extend_schema(request=ActionBodySerializer, responses=CertificateRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, name: str) -> Response:
+        """Approve (final). 409 if it was already approved or denied."""
+        return self._decide(request, approve=True)
+
+    @extend_schema(request=ActionBodySerializer, responses=CertificateRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def deny(self, request: Request, name: str) -> Response:
+        """Deny (final; counts as a failed issuance for an owning Certificate)."""
+        return self._decide(request, approve=False)

@@ -1,0 +1,182 @@
+"""/api/v1/certificates/: Certificates, force-renew, and the key pair (admin only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from issuance import actions, events
+from issuance.api.common import (
+    ResourceViewSet,
+    ResourceWriteSerializer,
+    merge_patch,
+    read_write_body,
+)
+from issuance.api.errors import Conflict
+from issuance.api.permissions import ADMIN, OPERATOR
+from issuance.models import Certificate, CertificateState, Secret
+from issuance.specs import apply_certificate_ex
+
+KINDS = ("Certificate",)
+
+
+class CertificateStatusSerializer(serializers.Serializer[Any]):
+    """cert-manager's CertificateStatus (camelCase), plus `state` and the last forced renewal."""
+
+    state = serializers.CharField()
+    conditions = serializers.JSONField()
+    observedGeneration = serializers.IntegerField(source="observed_generation")
+    notBefore = serializers.DateTimeField(source="not_before")
+    notAfter = serializers.DateTimeField(source="not_after")
+    renewalTime = serializers.DateTimeField(source="renewal_time")
+    revision = serializers.IntegerField(allow_null=True)
+    lastFailureTime = serializers.DateTimeField(source="last_failure_time")
+    failedIssuanceAttempts = serializers.IntegerField(
+        source="failed_issuance_attempts", allow_null=True
+    )
+    nextRetryTime = serializers.DateTimeField(source="next_retry_time")
+    renewRequestedAt = serializers.DateTimeField(source="renew_requested_at")
+    renewRequestedBy = serializers.CharField(source="renew_requested_by")
+    lastError = serializers.CharField(source="last_error")
+
+
+class CertificateSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    generation = serializers.IntegerField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+    spec = serializers.JSONField()
+    status = CertificateStatusSerializer(source="*")
+
+
+SecretSerializer = inline_serializer(
+    "CertificateSecret",
+    {
+        "name": serializers.CharField(),
+        "tls.crt": serializers.CharField(),
+        "tls.key": serializers.CharField(),
+        "ca.crt": serializers.CharField(),
+    },
+)
+
+
+class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ResourceViewSet):
+    """Certificates. Filters: `search` (name, commonName, DNS names), `state`, `issuer`."""
+
+    queryset = Certificate.objects.all()
+    serializer_class = CertificateSerializer
+    required_roles = {
+        "create": OPERATOR,
+        "update": OPERATOR,
+        "partial_update": OPERATOR,
+        "destroy": OPERATOR,
+        "renew": OPERATOR,
+        "secret": ADMIN,
+    }
+
+    def get_queryset(self) -> Any:
+        qs = Certificate.objects.order_by("name")
+        search = self.query_param("search").lower()
+        if search:
+            qs = qs.filter(search_text__contains=search)
+        state = self.query_param("state")
+        if state:
+            qs = qs.filter(state=state)
+        issuer = self.query_param("issuer")
+        if issuer:
+            qs = qs.filter(issuer__name=issuer)
+        return qs
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("search", str, description="substring of name, commonName, DNS name"),
+            OpenApiParameter("state", str, enum=list(CertificateState.values)),
+            OpenApiParameter("issuer", str, description="issuer name"),
+        ]
+    )
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(request=ResourceWriteSerializer, responses={201: CertificateSerializer})
+    def create(self, request: Request) -> Response:
+        body = read_write_body(request, KINDS)
+        if not body.get("name"):
+            return Response({"name": ["is required"]}, status=status.HTTP_400_BAD_REQUEST)
+        if Certificate.objects.filter(name=body["name"]).exists():
+            raise Conflict(
+                f"Certificate {body['name']!r} already exists; use PUT or PATCH to change it."
+            )
+        cert = apply_certificate_ex(body["name"], body["spec"], actor=self.actor()).obj
+        return Response(CertificateSerializer(cert).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=ResourceWriteSerializer, responses=CertificateSerializer)
+    def update(self, request: Request, name: str) -> Response:
+        current = self.get_object()
+        body = read_write_body(request, KINDS)
+        if body.get("name") not in (None, current.name):
+            return Response({"name": ["cannot be changed"]}, status=status.HTTP_400_BAD_REQUEST)
+        cert = apply_certificate_ex(current.name, body["spec"], actor=self.actor()).obj
+        return Response(CertificateSerializer(cert).data)
+
+    @extend_schema(request=ResourceWriteSerializer, responses=CertificateSerializer)
+    def partial_update(self, request: Request, name: str) -> Response:
+        """JSON merge patch (RFC 7386) of the spec: `null` removes a field."""
+        current = self.get_object()
+        body = read_write_body(request, KINDS)
+        spec = merge_patch(current.spec, body["spec"])
+        cert = apply_certificate_ex(current.name, spec, actor=self.actor()).obj
+        return Response(CertificateSerializer(cert).data)
+
+    def destroy(self, request: Request, name: str) -> Response:
+        cert = self.get_object()
+        with transaction.atomic():
+            cert.delete()
+            events.record(
+                "Certificate",
+                name,
+                "Deleted",
+                f"Certificate deleted (secret {cert.secret_name!r} is kept)",
+                actor=self.actor(),
+                certificate_name=name,
+            )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=None, responses={202: CertificateSerializer})
+    @action(detail=True, methods=["post"])
+    def renew(self, request: Request, name: str) -> Response:
+        """Issue now, bypassing the renewal time and any failure backoff (cmctl renew)."""
+        cert = actions.force_renew(self.get_object(), actor=self.actor())
+        cert.refresh_from_db()
+        return Response(CertificateSerializer(cert).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses=SecretSerializer)
+    @action(detail=True, methods=["get"])
+    def secret(self, request: Request, name: str) -> Response:
+        """The stored key pair (admin only); every read is recorded in the event timeline."""
+        cert = self.get_object()
+        secret = Secret.objects.filter(name=cert.secret_name).first()
+        if secret is None or not secret.tls_crt:
+            raise NotFound(f"Secret {cert.secret_name!r} does not exist yet (not issued).")
+        events.record(
+            "Certificate",
+            cert.name,
+            "SecretRead",
+            f"Private key of secret {secret.name!r} read through the API",
+            actor=self.actor(),
+            certificate_name=cert.name,
+        )
+        return Response(
+            {
+                "name": secret.name,
+                "tls.crt": secret.tls_crt,
+                "tls.key": secret.tls_key,
+                "ca.crt": secret.ca_crt,
+            }
+        )

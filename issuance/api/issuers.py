@@ -1,0 +1,127 @@
+"""/api/v1/issuers/: Issuers and ClusterIssuers (one table; `kind` tells them apart)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from issuance import events
+from issuance.api.common import (
+    ResourceViewSet,
+    ResourceWriteSerializer,
+    merge_patch,
+    read_write_body,
+)
+from issuance.api.errors import Conflict
+from issuance.api.permissions import OPERATOR
+from issuance.models import Issuer
+from issuance.specs import apply_issuer_ex
+
+KINDS = ("Issuer", "ClusterIssuer")
+
+
+class IssuerAcmeStatusSerializer(serializers.Serializer[Any]):
+    uri = serializers.CharField(source="acme_account_uri")
+    lastRegisteredEmail = serializers.SerializerMethodField()
+
+    def get_lastRegisteredEmail(self, obj: Issuer) -> str:
+        if not obj.acme_account_uri:
+            return ""
+        return str((obj.spec.get("acme") or {}).get("email") or "")
+
+
+class IssuerStatusSerializer(serializers.Serializer[Any]):
+    conditions = serializers.JSONField()
+    observedGeneration = serializers.IntegerField(source="observed_generation")
+    message = serializers.CharField(source="status_message")
+    lastError = serializers.CharField(source="last_error")
+    acme = serializers.SerializerMethodField()
+
+    def get_acme(self, obj: Issuer) -> dict[str, Any] | None:
+        if obj.kind != "acme":
+            return None
+        return dict(IssuerAcmeStatusSerializer(obj).data)
+
+
+class IssuerSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    kind = serializers.SerializerMethodField()
+    generation = serializers.IntegerField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+    spec = serializers.JSONField()
+    status = IssuerStatusSerializer(source="*")
+
+    def get_kind(self, obj: Issuer) -> str:
+        return "ClusterIssuer" if obj.cluster_scoped else "Issuer"
+
+
+class IssuerViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    ResourceViewSet,
+):
+    """Issuers. Inline secrets in a spec (CA key, EAB HMAC key, TSIG secret) are moved into
+    stored Secrets; responses show only the references."""
+
+    queryset = Issuer.objects.all()
+    serializer_class = IssuerSerializer
+    required_roles = {
+        "create": OPERATOR,
+        "update": OPERATOR,
+        "partial_update": OPERATOR,
+        "destroy": OPERATOR,
+    }
+
+    def get_queryset(self) -> Any:
+        qs = Issuer.objects.order_by("name")
+        kind = self.query_param("kind")
+        if kind:
+            qs = qs.filter(kind=kind)
+        return qs
+
+    def _apply(self, name: str, spec: Any, kind: str | None, current: Issuer | None) -> Issuer:
+        cluster = (kind == "ClusterIssuer") if kind else bool(current and current.cluster_scoped)
+        return apply_issuer_ex(name, spec, cluster=cluster, actor=self.actor()).obj
+
+    @extend_schema(request=ResourceWriteSerializer, responses={201: IssuerSerializer})
+    def create(self, request: Request) -> Response:
+        body = read_write_body(request, KINDS)
+        if not body.get("name"):
+            return Response({"name": ["is required"]}, status=status.HTTP_400_BAD_REQUEST)
+        if Issuer.objects.filter(name=body["name"]).exists():
+            raise Conflict(
+                f"Issuer {body['name']!r} already exists; use PUT or PATCH to change it."
+            )
+        issuer = self._apply(body["name"], body["spec"], body.get("kind"), None)
+        return Response(IssuerSerializer(issuer).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=ResourceWriteSerializer, responses=IssuerSerializer)
+    def update(self, request: Request, name: str) -> Response:
+        current = self.get_object()
+        body = read_write_body(request, KINDS)
+        if body.get("name") not in (None, current.name):
+            return Response({"name": ["cannot be changed"]}, status=status.HTTP_400_BAD_REQUEST)
+        issuer = self._apply(current.name, body["spec"], body.get("kind"), current)
+        return Response(IssuerSerializer(issuer).data)
+
+    @extend_schema(request=ResourceWriteSerializer, responses=IssuerSerializer)
+    def partial_update(self, request: Request, name: str) -> Response:
+        """JSON merge patch (RFC 7386) of the spec: `null` removes a field."""
+        current = self.get_object()
+        body = read_write_body(request, KINDS)
+        spec = merge_patch(current.spec, body["spec"])
+        issuer = self._apply(current.name, spec, body.get("kind"), current)
+        return Response(IssuerSerializer(issuer).data)
+
+    def destroy(self, request: Request, name: str) -> Response:
+        issuer = self.get_object()
+        with transaction.atomic():
+            issuer.delete()  # ProtectedError (→ 409) while certificates use it
+            events.record("Issuer", name, "Deleted", "Issuer deleted", actor=self.actor())
+        return Response(status=status.HTTP_204_NO_CONTENT)
