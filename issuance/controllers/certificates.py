@@ -141,7 +141,7 @@ def trigger(view: CertView, violation: Violation | None) -> Result:
         return _wait_for(cert, now, retry_at)
     with transaction.atomic():
         cert.set_condition("Issuing", "True", reason, message, now=now)
-        cert.state = CertificateState.ISSUING
+        cert.state = _state(cert, view, now)
         issuing.save_status(cert)
         events.record("Certificate", cert.name, "Issuing", message, certificate_name=cert.name)
     faults.checkpoint("after-issuing-set")
