@@ -1,10 +1,283 @@
-"""Challenges controller (ACME). Placeholder until the ACME work lands."""
+"""Challenges controller (DESIGN §3, seed 001 "Challenge Lifecycle").
+
+Only scheduled (processing) challenges are worked on; the scheduler decides when a queued
+one starts. Each reconcile does one step, keeping its progress on the row:
+
+    state ""          sync with the CA (already valid → done)       → state pending
+    pending, !presented   present (HTTP-01 flag / DNS-01 TXT record)  → presented
+    pending, presented    self-check, every SELF_CHECK_INTERVAL; when it passes, accept
+    processing        poll the authorization until valid / invalid
+    final             finished, processing=False, order woken; then clean up (→ !presented)
+
+Accepting is crash-safe: the row says "accepting" (state processing, Accepted=Unknown) before
+the answer is sent. A reconcile that finds Accepted=Unknown sends it again (harmless in
+ACME); one that finds the CA's challenge still pending after a confirmed answer just polls.
+A challenge finished by the scheduler's timeout is only cleaned up.
+"""
 
 from __future__ import annotations
 
-from issuance.controllers.base import PermanentError, Result
-from issuance.models import Challenge
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from issuance import events, wakeup
+from issuance.acme.errors import AcmeProblemError, problem_reason
+from issuance.controllers.base import PermanentError, Result, TemporaryError
+from issuance.models import Challenge, ChallengeState, Event
+from issuance.solvers.base import Solver, SolverConfigError
+from issuance.solvers.registry import solver_for
+
+log = logging.getLogger("issuance.controllers.challenges")
+
+ACCEPTED = "Accepted"
+POLL_INTERVAL = timedelta(seconds=1)
+SLOW_POLL_INTERVAL = timedelta(seconds=5)
+SLOW_POLL_AFTER = timedelta(seconds=30)
+# Authorization statuses that end the challenge, and the challenge state each becomes.
+FINAL_AUTHZ = {
+    "valid": ChallengeState.VALID,
+    "invalid": ChallengeState.INVALID,
+    "expired": ChallengeState.EXPIRED,
+    "deactivated": ChallengeState.INVALID,
+    "revoked": ChallengeState.INVALID,
+}
+
+
+def _client(challenge: Challenge) -> Any:
+    from issuance.acme.client import client_for
+
+    return client_for(challenge.issuer)
+
+
+def _certificate_name(challenge: Challenge) -> str:
+    certificate = challenge.order.request.certificate
+    return certificate.name if certificate is not None else ""
+
+
+def _event(challenge: Challenge, reason: str, message: str, warning: bool = False) -> None:
+    events.record(
+        "Challenge",
+        challenge.name,
+        reason,
+        message,
+        type_=Event.WARNING if warning else Event.NORMAL,
+        certificate_name=_certificate_name(challenge),
+    )
+
+
+def _save(challenge: Challenge, *fields: str) -> bool:
+    """Save progress unless the row was finished meanwhile (scheduler timeout); True if saved."""
+    with transaction.atomic():
+        finished = (
+            Challenge.objects.select_for_update()
+            .filter(pk=challenge.pk)
+            .values_list("finished", flat=True)
+            .first()
+        )
+        if finished is None or finished:
+            return False
+        challenge.save(update_fields=[*fields, "updated_at"])
+    return True
+
+
+def _stale(challenge: Challenge) -> Result:
+    """The row was finished under us: reload and let the next look clean up."""
+    challenge.refresh_from_db()
+    return Result.now() if challenge.presented else Result.done()
+
+
+def _problem_text(error: Any) -> str:
+    if not isinstance(error, dict):
+        return ""
+    return problem_reason(str(error.get("type") or ""), str(error.get("detail") or ""))
+
+
+def _our_challenge(challenge: Challenge, authz: dict[str, Any]) -> dict[str, Any]:
+    url = challenge.spec.get("url")
+    for chal in authz.get("challenges") or []:
+        if isinstance(chal, dict) and (
+            chal.get("url") == url
+            or (chal.get("token") == challenge.token and chal.get("type") == challenge.type)
+        ):
+            return chal
+    return {}
+
+
+# -- steps -----------------------------------------------------------------------------
+
+
+def finish(challenge: Challenge, state: str, reason: str) -> Result:
+    """Record a final state, free the scheduler slot, wake the order; cleanup comes next."""
+    with transaction.atomic():
+        changed = Challenge.objects.filter(pk=challenge.pk, finished=False).update(
+            state=state,
+            reason=reason,
+            processing=False,
+            finished=True,
+            next_check_at=None,
+            updated_at=timezone.now(),
+        )
+        if changed:
+            wakeup.wake(challenge.order)
+            ok = state == ChallengeState.VALID
+            _event(
+                challenge,
+                "Valid" if ok else "Failed",
+                f"{challenge.type} challenge for {challenge.dns_name} is {state}"
+                + (f": {reason}" if reason else ""),
+                warning=not ok,
+            )
+    challenge.refresh_from_db()
+    return Result.now() if challenge.presented else Result.done()
+
+
+def _sync(challenge: Challenge) -> Result:
+    chal = _client(challenge).get_challenge(str(challenge.spec.get("url") or ""))
+    status = str(chal.get("status") or "")
+    if status == "valid":
+        return finish(challenge, ChallengeState.VALID, "")
+    if status == "invalid":
+        return finish(challenge, ChallengeState.INVALID, _problem_text(chal.get("error")))
+    if status == "processing":
+        # Accepted before (by us, before a crash): only the outcome is left to see.
+        challenge.state = ChallengeState.PROCESSING
+        challenge.set_condition(ACCEPTED, "True", "AcceptedBefore", "the CA is validating")
+    else:
+        challenge.state = ChallengeState.PENDING
+    challenge.reason = ""
+    if not _save(challenge, "state", "reason", "conditions"):
+        return _stale(challenge)
+    return Result.now()
+
+
+def _present(challenge: Challenge, solver: Solver) -> Result:
+    try:
+        solver.present(challenge)
+    except TemporaryError as exc:
+        challenge.reason = f"presenting failed: {exc}"
+        _save(challenge, "reason")
+        raise
+    now = timezone.now()
+    challenge.presented = True
+    challenge.presented_at = now
+    challenge.reason = "presented; waiting for the self check"
+    if not _save(challenge, "presented", "presented_at", "reason"):
+        return _stale(challenge)
+    _event(challenge, "Presented", f"presented {challenge.type} for {challenge.dns_name}")
+    return Result.now()
+
+
+def _self_check(challenge: Challenge, solver: Solver) -> Result:
+    failure = solver.self_check(challenge)
+    if failure is not None:
+        interval: timedelta = settings.SELF_CHECK_INTERVAL
+        first = challenge.attempts == 0 or not challenge.reason.startswith("self check failed")
+        challenge.attempts += 1
+        challenge.reason = f"self check failed: {failure}"
+        challenge.next_check_at = timezone.now() + interval
+        if not _save(challenge, "attempts", "reason", "next_check_at"):
+            return _stale(challenge)
+        if first:
+            _event(challenge, "SelfCheckFailed", failure, warning=True)
+        return Result.after(interval)
+    # Passing: note the intent to accept before sending it, so a crash resends, never skips.
+    challenge.state = ChallengeState.PROCESSING
+    challenge.set_condition(ACCEPTED, "Unknown", "Accepting", "self check passed")
+    challenge.reason = "self check passed; accepting"
+    challenge.next_check_at = None
+    if not _save(challenge, "state", "conditions", "reason", "next_check_at"):
+        return _stale(challenge)
+    return _accept(challenge)
+
+
+def _accept(challenge: Challenge) -> Result:
+    try:
+        _client(challenge).answer_challenge(str(challenge.spec.get("url") or ""))
+    except AcmeProblemError as exc:
+        # Perhaps answered already (crash after the call); the poll decides.
+        challenge.set_condition(ACCEPTED, "False", "AnswerRefused", exc.describe())
+        if not _save(challenge, "conditions"):
+            return _stale(challenge)
+        return Result.now()
+    challenge.set_condition(ACCEPTED, "True", "Accepted", "the CA is validating")
+    challenge.reason = "accepted; waiting for the CA to validate"
+    if not _save(challenge, "conditions", "reason"):
+        return _stale(challenge)
+    _event(challenge, "Accepted", f"accepted {challenge.type} challenge for {challenge.dns_name}")
+    return Result.after(POLL_INTERVAL)
+
+
+def _poll(challenge: Challenge) -> Result:
+    authz = _client(challenge).get_authorization(challenge.authorization_url)
+    status = str(authz.get("status") or "")
+    ours = _our_challenge(challenge, authz)
+    if status in FINAL_AUTHZ:
+        reason = _problem_text(ours.get("error"))
+        if not reason and status != "valid":
+            reason = f"authorization is {status}"
+        return finish(challenge, FINAL_AUTHZ[status], reason)
+    if ours.get("status") == "invalid":
+        return finish(challenge, ChallengeState.INVALID, _problem_text(ours.get("error")))
+    accepted = challenge.get_condition(ACCEPTED) or {}
+    if ours.get("status") == "pending" and accepted.get("status") == "False":
+        return finish(
+            challenge,
+            ChallengeState.ERRORED,
+            f"the CA refused the answer: {accepted.get('message', '')}",
+        )
+    since = challenge.scheduled_at or challenge.created_at
+    slow = timezone.now() - since > SLOW_POLL_AFTER
+    return Result.after(SLOW_POLL_INTERVAL if slow else POLL_INTERVAL)
+
+
+def _cleanup(challenge: Challenge, solver: Solver) -> Result:
+    solver.cleanup(challenge)
+    challenge.presented = False
+    challenge.save(update_fields=["presented", "updated_at"])
+    _event(challenge, "CleanedUp", f"removed the {challenge.type} answer for {challenge.dns_name}")
+    return Result.done()
 
 
 def reconcile(challenge: Challenge) -> Result:
-    raise PermanentError("ACME challenges are not implemented yet")
+    if challenge.finished:
+        if not challenge.presented:
+            return Result.done()
+        try:
+            return _cleanup(challenge, solver_for(challenge))
+        except SolverConfigError as exc:
+            # Nothing we can remove with a config that cannot work; say so once and stop.
+            challenge.presented = False
+            challenge.save(update_fields=["presented", "updated_at"])
+            _event(challenge, "CleanupFailed", str(exc), warning=True)
+            return Result.done()
+    if not challenge.processing:
+        return Result.done()  # queued: the scheduler starts it
+    try:
+        return _step(challenge)
+    except PermanentError as exc:
+        # A CA refusal or an unusable solver config: retrying will not help, and the order
+        # must learn of it (a challenge left processing would hold its slot until the timeout).
+        log.warning("challenge %s failed: %s", challenge.name, exc)
+        return finish(challenge, ChallengeState.ERRORED, str(exc))
+
+
+def _step(challenge: Challenge) -> Result:
+    if not challenge.state:
+        return _sync(challenge)
+    if challenge.state == ChallengeState.PENDING:
+        solver = solver_for(challenge)
+        if not challenge.presented:
+            return _present(challenge, solver)
+        return _self_check(challenge, solver)
+    if challenge.state == ChallengeState.PROCESSING:
+        accepted = challenge.get_condition(ACCEPTED) or {}
+        if accepted.get("status") == "Unknown":
+            return _accept(challenge)
+        return _poll(challenge)
+    # A final state on an unfinished row (written by hand or an old version): finish it.
+    return finish(challenge, challenge.state, challenge.reason)
