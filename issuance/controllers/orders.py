@@ -1,10 +1,387 @@
-"""Orders controller (ACME). Placeholder until the ACME work lands."""
+"""Orders controller (DESIGN §3 "orders", seed 002): one ACME order per Order row.
+
+Each reconcile does at most one ACME write and records where it got to:
+
+    (no url) ──newOrder──▶ pending ──load authorizations, create Challenges──▶ pending
+       ──all Challenges valid, re-sync──▶ ready ──finalize(CSR)──▶ processing ──poll──▶
+       valid ──download chain──▶ valid + certificate (final; the request is woken)
+
+Any invalid challenge/authorization/order ends in invalid (the CA's problem as reason);
+configuration errors (no solver) end in errored; an expired order in expired.
+
+Crash safety of newOrder: `create_attempted_at` is committed before the call and the URL
+right after it. If a worker dies in between, the next reconcile sees the attempt without
+a URL and first looks for the order the CA already made (the account's orders list,
+RFC 8555 §7.1.2.1, which Pebble offers): a pending/ready order with exactly our
+identifiers that no other Order row owns is adopted. Let's Encrypt has no orders list but
+reuses an identical pending order for the same account, so a repeated newOrder returns
+the same order there. Only a CA with neither could leave one unused order behind; it
+expires on its own and costs nothing.
+"""
 
 from __future__ import annotations
 
-from issuance.controllers.base import PermanentError, Result
-from issuance.models import Order
+import hashlib
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from issuance import events, faults, wakeup
+from issuance.acme.client import AcmeClient, client_for
+from issuance.acme.errors import AcmeProblemError, problem_reason
+from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
+from issuance.controllers.base import Result
+from issuance.models import (
+    Challenge,
+    ChallengeState,
+    Event,
+    IssuerKind,
+    Order,
+    OrderState,
+)
+from issuance.pki.x509 import split_pem_chain
+
+log = logging.getLogger("issuance.orders")
+
+# Challenges wake their order when they finish; this is only a safety net.
+PENDING_RECHECK = timedelta(minutes=5)
+# How many of the newest account orders to inspect when recovering from a crash.
+RECOVERY_SCAN = 50
+CA_STATES = {s.value for s in OrderState if s.value}
+FAILED_CHALLENGE_STATES = {ChallengeState.INVALID, ChallengeState.EXPIRED, ChallengeState.ERRORED}
 
 
 def reconcile(order: Order) -> Result:
-    raise PermanentError("ACME orders are not implemented yet")
+    if order.is_final and not _awaiting_download(order):
+        return Result.done()
+    issuer = order.issuer
+    if issuer.kind != IssuerKind.ACME:
+        return _fail(order, OrderState.ERRORED, f"Issuer {issuer.name} is not an ACME issuer")
+    client = client_for(issuer)
+    try:
+        if not order.url:
+            return _create(order, client)
+        if order.state == OrderState.VALID:
+            return _download(order, client)
+        if not _authorizations_loaded(order):
+            return _load_authorizations(order, client)
+        if order.state == OrderState.PENDING:
+            return _check_challenges(order, client)
+        if order.state == OrderState.READY:
+            return _finalize(order, client)
+        return _poll(order, client)
+    except AcmeProblemError as exc:
+        state = OrderState.INVALID if exc.status == 403 else OrderState.ERRORED
+        return _fail(order, state, problem_reason(exc.type, exc.detail))
+
+
+# -- steps ---------------------------------------------------------------------------------
+
+
+def _identifiers(order: Order) -> list[tuple[str, str]]:
+    spec = order.spec
+    return [("dns", str(n)) for n in spec.get("dnsNames") or []] + [
+        ("ip", str(ip)) for ip in spec.get("ipAddresses") or []
+    ]
+
+
+def _create(order: Order, client: AcmeClient) -> Result:
+    identifiers = _identifiers(order)
+    if not identifiers:
+        return _fail(order, OrderState.ERRORED, "the request names no DNS name or IP address")
+    solvers = list(order.issuer.kind_spec.get("solvers") or [])
+    for kind, value in identifiers:
+        wildcard = value.startswith("*.")
+        name = value.removeprefix("*.")
+        if kind == "dns" and select_solver(solvers, name, wildcard) is None:
+            return _fail(order, OrderState.ERRORED, describe_no_solver(name, wildcard))
+    if order.create_attempted_at is not None:
+        adopted = _recover(order, client, identifiers)
+        if adopted is not None:
+            _store_acme_order(order, adopted)
+            _event(
+                order,
+                "OrderRecovered",
+                f"Found the ACME order {order.url} created before a restart",
+            )
+            return Result.now()
+    order.create_attempted_at = timezone.now()
+    order.save(update_fields=["create_attempted_at", "updated_at"])
+    acme_order = client.new_order(identifiers, order.spec.get("profile") or None)
+    faults.checkpoint("order-after-new-order")
+    _store_acme_order(order, acme_order)
+    _event(order, "OrderCreated", f"Created ACME order {order.url} ({order.state})")
+    return Result.now()
+
+
+def _recover(
+    order: Order, client: AcmeClient, identifiers: list[tuple[str, str]]
+) -> dict[str, Any] | None:
+    wanted = sorted((t, v.lower()) for t, v in identifiers)
+    try:
+        urls = client.list_orders()
+    except AcmeProblemError as exc:
+        log.info("order %s: CA has no usable orders list (%s); creating anew", order.name, exc)
+        return None
+    for url in reversed(urls[-RECOVERY_SCAN:]):
+        if Order.objects.filter(url=url).exists():
+            continue
+        candidate = client.get_order(url)
+        got = sorted(
+            (str(i.get("type")), str(i.get("value")).lower())
+            for i in candidate.get("identifiers") or []
+        )
+        if got == wanted and candidate.get("status") in ("pending", "ready"):
+            return candidate
+    return None
+
+
+def _store_acme_order(order: Order, acme: dict[str, Any]) -> None:
+    order.url = str(acme["url"])
+    order.finalize_url = str(acme.get("finalize") or "")
+    order.certificate_url = str(acme.get("certificate") or "")
+    order.state = _state(acme)
+    order.authorizations = [{"url": str(u)} for u in acme.get("authorizations") or []]
+    order.save(
+        update_fields=[
+            "url",
+            "finalize_url",
+            "certificate_url",
+            "state",
+            "authorizations",
+            "updated_at",
+        ]
+    )
+
+
+def _state(acme: dict[str, Any]) -> str:
+    status = str(acme.get("status") or "")
+    return status if status in CA_STATES else OrderState.PENDING
+
+
+def _authorizations_loaded(order: Order) -> bool:
+    return all("identifier" in a for a in order.authorizations or [])
+
+
+def _load_authorizations(order: Order, client: AcmeClient) -> Result:
+    """Copy each authorization (reads only) and create a Challenge per pending one."""
+    loaded = []
+    for entry in order.authorizations:
+        authz = client.get_authorization(entry["url"])
+        identifier = authz.get("identifier") or {}
+        loaded.append(
+            {
+                "url": entry["url"],
+                "identifier": str(identifier.get("value") or ""),
+                "identifierType": str(identifier.get("type") or "dns"),
+                "wildcard": bool(authz.get("wildcard")),
+                "status": str(authz.get("status") or ""),
+                "expires": str(authz.get("expires") or ""),
+                "challenges": [
+                    {"type": c.get("type"), "url": c.get("url"), "token": c.get("token")}
+                    for c in authz.get("challenges") or []
+                ],
+                "error": _authz_error(authz),
+            }
+        )
+    order.authorizations = loaded
+    order.save(update_fields=["authorizations", "updated_at"])
+    failed = [a for a in loaded if a["status"] not in ("pending", "valid")]
+    if failed:
+        first = failed[0]
+        reason = first["error"] or f"authorization for {first['identifier']} is {first['status']}"
+        state = OrderState.EXPIRED if first["status"] == "expired" else OrderState.INVALID
+        return _fail(order, state, reason)
+    problem = _ensure_challenges(order, client)
+    if problem:
+        return _fail(order, OrderState.ERRORED, problem)
+    return Result.now()
+
+
+def _authz_error(authz: dict[str, Any]) -> str:
+    for chal in authz.get("challenges") or []:
+        err = chal.get("error")
+        if isinstance(err, dict) and (err.get("type") or err.get("detail")):
+            return problem_reason(str(err.get("type") or ""), str(err.get("detail") or ""))
+    return ""
+
+
+def _ensure_challenges(order: Order, client: AcmeClient) -> str:
+    """One Challenge per pending authorization (idempotent). Returns a problem or ""."""
+    solvers = list(order.issuer.kind_spec.get("solvers") or [])
+    existing = set(order.challenges.values_list("authorization_url", flat=True))
+    certificate_name = _certificate_name(order)
+    for authz in order.authorizations:
+        if authz["status"] != "pending" or authz["url"] in existing:
+            continue
+        name, wildcard = authz["identifier"], bool(authz["wildcard"])
+        choice = select_solver(solvers, name, wildcard)
+        if choice is None:
+            return describe_no_solver(name, wildcard)
+        offered = [c for c in authz["challenges"] if c.get("type") == choice.challenge_type]
+        if not offered:
+            types = ", ".join(str(c.get("type")) for c in authz["challenges"])
+            return f"the CA offers no {choice.challenge_type} challenge for {name} (only {types})"
+        acme_chal = offered[0]
+        token = str(acme_chal.get("token") or "")
+        # As cert-manager: HTTP-01 key = key authorization; DNS-01 key = the TXT value.
+        key = (
+            client.key_authorization(token)
+            if choice.challenge_type == HTTP01
+            else client.dns01_txt_value(token)
+        )
+        spec = {
+            "authorizationURL": authz["url"],
+            "url": str(acme_chal.get("url") or ""),
+            "dnsName": name,
+            "wildcard": wildcard,
+            "type": choice.challenge_type,
+            "token": token,
+            "key": key,
+            "solver": choice.solver,
+            "issuerRef": order.spec.get("issuerRef") or {"name": order.issuer.name},
+        }
+        challenge_name = _challenge_name(order, authz["url"])
+        try:
+            with transaction.atomic():
+                Challenge.objects.create(
+                    name=challenge_name,
+                    order=order,
+                    issuer=order.issuer,
+                    dns_name=name,
+                    type=choice.challenge_type,
+                    authorization_url=authz["url"],
+                    token=token,
+                    spec=spec,
+                )
+        except IntegrityError:
+            continue  # made by an earlier, interrupted run
+        events.record(
+            "Challenge",
+            challenge_name,
+            "Created",
+            f"Created {choice.challenge_type} challenge for {'*.' if wildcard else ''}{name} (queued)",
+            certificate_name=certificate_name,
+        )
+    return ""
+
+
+def _challenge_name(order: Order, authz_url: str) -> str:
+    digest = hashlib.sha256(authz_url.encode()).hexdigest()[:10]
+    return f"{order.name[: 253 - 11]}-{digest}"
+
+
+def _check_challenges(order: Order, client: AcmeClient) -> Result:
+    problem = _ensure_challenges(order, client)
+    if problem:
+        return _fail(order, OrderState.ERRORED, problem)
+    pending = {a["url"] for a in order.authorizations if a["status"] == "pending"}
+    rows = list(order.challenges.filter(authorization_url__in=pending))
+    failed = [c for c in rows if c.state in FAILED_CHALLENGE_STATES]
+    if failed:
+        chal = failed[0]
+        reason = chal.reason or f"{chal.type} challenge for {chal.dns_name} is {chal.state}"
+        state = {
+            ChallengeState.INVALID: OrderState.INVALID,
+            ChallengeState.EXPIRED: OrderState.EXPIRED,
+        }.get(ChallengeState(chal.state), OrderState.ERRORED)
+        return _fail(order, state, reason)
+    if len(rows) < len(pending) or any(c.state != ChallengeState.VALID for c in rows):
+        return Result.after(PENDING_RECHECK)
+    # Every authorization is valid on our side: ask the CA where the order stands.
+    return _sync(order, client.get_order(order.url))
+
+
+def _sync(order: Order, acme: dict[str, Any]) -> Result:
+    state = _state(acme)
+    changed = state != order.state
+    order.state = state
+    order.certificate_url = str(acme.get("certificate") or order.certificate_url)
+    order.finalize_url = str(acme.get("finalize") or order.finalize_url)
+    if state in (OrderState.INVALID, OrderState.EXPIRED):
+        err = acme.get("error") or {}
+        reason = (
+            problem_reason(str(err.get("type") or ""), str(err.get("detail") or ""))
+            if isinstance(err, dict) and err
+            else f"the ACME order is {state}"
+        )
+        return _fail(order, state, reason)
+    if changed:
+        order.save(update_fields=["state", "certificate_url", "finalize_url", "updated_at"])
+        _event(order, f"Order{state.capitalize()}", f"ACME order is {state}")
+    if state == OrderState.PENDING:
+        # The CA has not caught up with the valid authorizations yet.
+        return Result.after(timedelta(seconds=1))
+    if state == OrderState.PROCESSING:
+        return Result.after(_processing_delay(order))
+    return Result.now()
+
+
+def _finalize(order: Order, client: AcmeClient) -> Result:
+    csr = order.request.csr_pem
+    try:
+        acme = client.finalize(order.finalize_url, csr)
+    except AcmeProblemError as exc:
+        if exc.short_type == "orderNotReady":
+            # A finalize that went through before a timeout/crash: see where it stands.
+            return _sync(order, client.get_order(order.url))
+        return _fail(order, OrderState.INVALID, problem_reason(exc.type, exc.detail))
+    _event(order, "Finalized", "Sent the CSR to finalize the ACME order")
+    acme["url"] = order.url
+    return _sync(order, acme)
+
+
+def _processing_delay(order: Order) -> timedelta:
+    # updated_at only moves when the state changes: back off from 0.25 s to 30 s.
+    elapsed = (timezone.now() - order.updated_at).total_seconds()
+    return timedelta(seconds=min(max(0.25, elapsed / 4), 30.0))
+
+
+def _poll(order: Order, client: AcmeClient) -> Result:
+    return _sync(order, client.get_order(order.url))
+
+
+def _awaiting_download(order: Order) -> bool:
+    return order.state == OrderState.VALID and not order.certificate_pem
+
+
+def _download(order: Order, client: AcmeClient) -> Result:
+    if not order.certificate_url:
+        return _sync(order, client.get_order(order.url))
+    preferred = order.issuer.kind_spec.get("preferredChain") or None
+    pem = client.download_certificate(order.certificate_url, preferred)
+    if not split_pem_chain(pem):
+        return _fail(order, OrderState.ERRORED, "the CA returned no PEM certificate chain")
+    order.certificate_pem = pem
+    order.reason = ""
+    order.save(update_fields=["certificate_pem", "reason", "updated_at"])
+    _event(order, "Complete", "Order completed successfully; certificate chain downloaded")
+    wakeup.wake(order.request)
+    return Result.done()
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _fail(order: Order, state: str, reason: str) -> Result:
+    order.state = state
+    order.reason = reason
+    order.failure_time = timezone.now()
+    order.save(update_fields=["state", "reason", "failure_time", "updated_at"])
+    _event(order, "Failed", f"Order {state}: {reason}", type_=Event.WARNING)
+    wakeup.wake(order.request)
+    return Result.done()
+
+
+def _certificate_name(order: Order) -> str:
+    certificate = order.request.certificate
+    return certificate.name if certificate is not None else ""
+
+
+def _event(order: Order, reason: str, message: str, type_: str = Event.NORMAL) -> None:
+    events.record(
+        "Order", order.name, reason, message, type_=type_, certificate_name=_certificate_name(order)
+    )

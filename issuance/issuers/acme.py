@@ -1,15 +1,244 @@
-"""ACME issuer kind. Placeholder until the ACME work lands (issue 3)."""
+"""ACME issuer kind: the account (issuer controller) and one Order per approved request.
+
+`reconcile_issuer` registers the ACME account (key made once, stored encrypted before any
+call) and keeps the Ready condition. `sign` is called by the CertificateRequest controller:
+it makes sure the request's single Order exists and reports its state; the orders
+controller does the ACME work and wakes the request when the Order reaches a final state.
+"""
 
 from __future__ import annotations
 
-from issuance.controllers.base import PermanentError, Result
-from issuance.issuers.base import SignOutcome
-from issuance.models import CertificateRequest, Issuer
+import hashlib
+import json
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from issuance import events, wakeup
+from issuance.acme.account import (
+    AccountConfigError,
+    account_config,
+    ensure_account_key,
+    register,
+)
+from issuance.acme.errors import AcmeProblemError, problem_type
+from issuance.controllers.base import Result, TemporaryError
+from issuance.issuers.base import SignOutcome, SignState
+from issuance.models import (
+    CertificateRequest,
+    Event,
+    Issuer,
+    Order,
+    OrderState,
+)
+from issuance.pki.csr import CSRError, parse_csr
+from issuance.pki.x509 import split_pem_chain
+
+log = logging.getLogger("issuance.issuers.acme")
+
+# A spec the CA refused (bad EAB key, unknown server): look again now and then, since a
+# referenced Secret may be fixed without a spec change.
+NOT_READY_RECHECK = timedelta(minutes=10)
+
+
+# -- issuer: the ACME account ------------------------------------------------------------
 
 
 def reconcile_issuer(issuer: Issuer) -> Result:
-    raise PermanentError("ACME issuers are not implemented yet")
+    try:
+        config = account_config(issuer)
+    except AccountConfigError as exc:
+        _set_ready(issuer, "False", "ErrInvalidConfig", str(exc))
+        return Result.after(NOT_READY_RECHECK)
+    fingerprint = config.fingerprint()
+    if (
+        issuer.is_ready
+        and issuer.acme_account_uri
+        and issuer.acme_account_fingerprint == fingerprint
+        and issuer.observed_generation == issuer.generation
+    ):
+        return Result.done()
+    if ensure_account_key(issuer):
+        events.record("Issuer", issuer.name, "AccountKeyGenerated", "Generated an ACME account key")
+    try:
+        uri = register(issuer, config)
+    except AcmeProblemError as exc:
+        _set_ready(
+            issuer,
+            "False",
+            "ErrRegisterACMEAccount",
+            f"Failed to register ACME account: {exc.describe()}",
+        )
+        return Result.after(NOT_READY_RECHECK)
+    except AccountConfigError as exc:
+        _set_ready(issuer, "False", "ErrRegisterACMEAccount", str(exc))
+        return Result.after(NOT_READY_RECHECK)
+    except TemporaryError as exc:
+        # Not reachable or paused: say so, and let the worker back off and retry.
+        _set_ready(
+            issuer, "False", "ErrRegisterACMEAccount", f"Failed to register ACME account: {exc}"
+        )
+        raise
+    changed_account = uri != issuer.acme_account_uri
+    issuer.acme_account_uri = uri
+    issuer.acme_account_fingerprint = fingerprint
+    issuer.save(update_fields=["acme_account_uri", "acme_account_fingerprint", "updated_at"])
+    _set_ready(
+        issuer,
+        "True",
+        "ACMEAccountRegistered",
+        "The ACME account was registered with the ACME server",
+    )
+    if changed_account:
+        events.record("Issuer", issuer.name, "ACMEAccountRegistered", f"ACME account {uri}")
+    return Result.done()
+
+
+def _set_ready(issuer: Issuer, status: str, reason: str, message: str) -> None:
+    was = issuer.get_condition("Ready")
+    changed = issuer.set_condition("Ready", status, reason, message, now=timezone.now())
+    if not changed and issuer.observed_generation == issuer.generation:
+        return
+    issuer.observed_generation = issuer.generation
+    issuer.status_message = "" if status == "True" else message
+    issuer.save(update_fields=["conditions", "observed_generation", "status_message", "updated_at"])
+    if was is None or was.get("status") != status or was.get("message") != message:
+        events.record(
+            "Issuer",
+            issuer.name,
+            reason,
+            message,
+            type_=Event.NORMAL if status == "True" else Event.WARNING,
+        )
+
+
+# -- requests: one Order each --------------------------------------------------------------
+
+
+def order_name(request: CertificateRequest, spec: dict[str, Any]) -> str:
+    """`<request>-<hash of the order spec>`, like cert-manager (≤ 253 characters)."""
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
+    return f"{request.name[: 253 - 11]}-{digest}"
+
+
+def order_spec(request: CertificateRequest) -> dict[str, Any]:
+    info = parse_csr(request.csr_pem)
+    issuer = request.issuer
+    spec_ref = request.spec.get("issuerRef") or {}
+    issuer_ref = {"name": issuer.name, "kind": str(spec_ref.get("kind") or "Issuer")}
+    dns_names = list(dict.fromkeys(info.dns_names))
+    # As cert-manager: a commonName that is not among the SANs is still an identifier.
+    if (
+        info.common_name
+        and info.common_name not in dns_names
+        and info.common_name not in info.ip_addresses
+    ):
+        dns_names.append(info.common_name)
+    spec: dict[str, Any] = {
+        "request": request.name,
+        "issuerRef": issuer_ref,
+        "dnsNames": dns_names,
+        "commonName": info.common_name,
+        "ipAddresses": list(info.ip_addresses),
+    }
+    if request.spec.get("duration"):
+        spec["duration"] = request.spec["duration"]
+    profile = issuer.kind_spec.get("profile")
+    if profile:
+        spec["profile"] = str(profile)
+    return spec
+
+
+def _certificate_name(request: CertificateRequest) -> str:
+    certificate = request.certificate
+    return certificate.name if certificate is not None else ""
+
+
+def ensure_order(request: CertificateRequest) -> tuple[Order, bool]:
+    """The request's one Order; created (due now) if missing. Returns (order, created)."""
+    existing = Order.objects.filter(request=request).first()
+    if existing is not None:
+        return existing, False
+    spec = order_spec(request)
+    try:
+        with transaction.atomic():
+            order = Order.objects.create(
+                name=order_name(request, spec),
+                request=request,
+                issuer=request.issuer,
+                spec=spec,
+                due_at=timezone.now(),
+            )
+    except IntegrityError:
+        # Another worker (or our previous life) made it: OneToOne on request.
+        return Order.objects.get(request=request), False
+    wakeup.wake(order)
+    events.record(
+        "Order",
+        order.name,
+        "Created",
+        f"Created Order for {', '.join(spec['dnsNames'] + spec['ipAddresses'])}",
+        certificate_name=_certificate_name(request),
+    )
+    events.record(
+        "CertificateRequest",
+        request.name,
+        "OrderCreated",
+        f"Created Order resource {order.name}",
+        certificate_name=_certificate_name(request),
+    )
+    return order, True
+
+
+def split_problem(reason: str, fallback: str) -> tuple[str, str]:
+    """("urn:…:unauthorized", "detail") from an Order reason "urn:…:unauthorized: detail"."""
+    if reason.startswith("urn:") and ": " in reason:
+        type_, detail = reason.split(": ", 1)
+        return problem_type(type_), detail
+    return fallback, reason
 
 
 def sign(request: CertificateRequest) -> SignOutcome:
-    raise PermanentError("ACME issuers are not implemented yet")
+    try:
+        order, _created = ensure_order(request)
+    except CSRError as exc:
+        return SignOutcome(SignState.FAILED, reason="InvalidCSR", message=str(exc))
+    if order.state == OrderState.VALID and order.certificate_pem:
+        blocks = split_pem_chain(order.certificate_pem)
+        # As cert-manager for ACME: the CA is the chain's last certificate.
+        ca_pem = blocks[-1] if len(blocks) > 1 else ""
+        _update_ari(request, order.certificate_pem)
+        return SignOutcome(SignState.ISSUED, certificate_pem=order.certificate_pem, ca_pem=ca_pem)
+    if order.is_final:
+        type_, detail = split_problem(order.reason, order.state or "errored")
+        return SignOutcome(
+            SignState.FAILED,
+            reason=f"OrderFailed: {type_}",
+            message=f"Order {order.name} is {order.state}: {detail}",
+        )
+    # The orders controller wakes the request when the order reaches a final state.
+    return SignOutcome(
+        SignState.PENDING, message=f"Waiting on Order {order.name} ({order.state or 'new'})"
+    )
+
+
+def _update_ari(request: CertificateRequest, chain_pem: str) -> None:
+    """Record the CA's ARI window start on the Certificate (readiness uses it), if offered."""
+    certificate = request.certificate
+    if certificate is None:
+        return
+    from issuance.acme.client import client_for
+
+    try:
+        window = client_for(request.issuer).renewal_info(chain_pem)
+    except (TemporaryError, AcmeProblemError, ValueError) as exc:
+        log.info("no ARI window for %s: %s", request.name, exc)
+        return
+    if window is None:
+        return
+    start, _end = window
+    type(certificate).objects.filter(pk=certificate.pk).update(ari_renewal_time=start)
+    certificate.ari_renewal_time = start

@@ -1,0 +1,75 @@
+"""Which of an issuer's `solvers` answers an authorization (cert-manager's selection rules).
+
+For one identifier, candidate solvers are ranked:
+1. a `selector.dnsNames` entry equal to the name (for wildcards: `*.example.com`);
+2. a `selector.dnsZones` entry the name is in; the longest (most specific) zone wins;
+3. a solver with no selector at all (the default).
+Ties keep the order of the spec. A wildcard identifier can only be proven with DNS-01,
+so HTTP-01 solvers are never candidates for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+HTTP01 = "http-01"
+DNS01 = "dns-01"
+
+
+@dataclass(frozen=True)
+class SolverChoice:
+    index: int  # position in spec.acme.solvers
+    solver: dict[str, Any]
+    challenge_type: str
+
+
+def challenge_type_of(solver: dict[str, Any]) -> str | None:
+    if "dns01" in solver:
+        return DNS01
+    if "http01" in solver:
+        return HTTP01
+    return None
+
+
+def _zone_match(name: str, zone: str) -> bool:
+    zone = zone.lower().rstrip(".")
+    return name == zone or name.endswith("." + zone)
+
+
+def select_solver(
+    solvers: list[dict[str, Any]], dns_name: str, wildcard: bool
+) -> SolverChoice | None:
+    """The solver for `dns_name` (the identifier, without `*.`), or None if none fits."""
+    base = dns_name.lower().rstrip(".")
+    full = f"*.{base}" if wildcard else base
+    best: tuple[int, int, int] | None = None  # (rank, zone length, -index): larger is better
+    chosen: SolverChoice | None = None
+    for index, solver in enumerate(solvers or []):
+        if not isinstance(solver, dict):
+            continue
+        kind = challenge_type_of(solver)
+        if kind is None or (wildcard and kind != DNS01):
+            continue
+        selector = solver.get("selector") or {}
+        names = [str(n).lower().rstrip(".") for n in selector.get("dnsNames") or []]
+        zones = [str(z).lower().rstrip(".") for z in selector.get("dnsZones") or []]
+        if not names and not zones:
+            score = (0, 0, -index)
+        elif full in names:
+            score = (2, 0, -index)
+        else:
+            matching = [len(z) for z in zones if _zone_match(base, z)]
+            if not matching:
+                continue
+            score = (1, max(matching), -index)
+        if best is None or score > best:
+            best = score
+            chosen = SolverChoice(index=index, solver=dict(solver), challenge_type=kind)
+    return chosen
+
+
+def describe_no_solver(dns_name: str, wildcard: bool) -> str:
+    name = f"*.{dns_name}" if wildcard else dns_name
+    extra = " (wildcard names need a dns01 solver)" if wildcard else ""
+    return f"no configured challenge solver can be used for {name}{extra}"
