@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,8 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+# Without collectstatic there is no STATIC_ROOT; the finders serve everything then.
+warnings.filterwarnings("ignore", message="No directory at")
 
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"

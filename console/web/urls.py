@@ -1,7 +1,44 @@
-"""Web console pages (issue 4)."""
+"""Web console pages (issue 4). Every page has partial URLs that live.js re-fetches."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from console.web import auth, certificates, challenges, dashboard, issuers, orders, requests
+
+app_name = "web"
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("login/", auth.login, name="login"),
+    path("logout/", auth.logout, name="logout"),
+    path("", dashboard.dashboard, name="dashboard"),
+    path(
+        "partials/dashboard/<slug:section>/",
+        dashboard.dashboard_partial,
+        name="dashboard-partial",
+    ),
+    path("certificates/", certificates.certificate_list, name="certificates"),
+    path("new-certificate/", certificates.certificate_new, name="certificate-new"),
+    path("certificates/<str:name>/", certificates.certificate_detail, name="certificate-detail"),
+    path("certificates/<str:name>/renew/", certificates.force_renew, name="certificate-renew"),
+    path(
+        "partials/certificates/",
+        certificates.certificate_list_partial,
+        name="certificates-partial",
+    ),
+    path(
+        "partials/certificates/<str:name>/<slug:part>/",
+        certificates.certificate_partial,
+        name="certificate-partial",
+    ),
+    path("requests/", requests.approval_queue, name="requests"),
+    path("requests/<str:name>/approve/", requests.approve, name="request-approve"),
+    path("requests/<str:name>/deny/", requests.deny, name="request-deny"),
+    path("partials/requests/", requests.approval_queue_partial, name="requests-partial"),
+    path("issuers/", issuers.issuer_list, name="issuers"),
+    path("partials/issuers/", issuers.issuer_list_partial, name="issuers-partial"),
+    path("orders/", orders.order_list, name="orders"),
+    path("partials/orders/", orders.order_list_partial, name="orders-partial"),
+    path("challenges/", challenges.challenge_list, name="challenges"),
+    path("partials/challenges/", challenges.challenge_list_partial, name="challenges-partial"),
+]

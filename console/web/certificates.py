@@ -1,0 +1,200 @@
+"""Certificate list (search, filter, paging), detail (status, chain, timeline), force-renew, new."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Prefetch, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from console.web.access import operator_required, render_page, role_flags, viewer_required
+from console.web.forms import CertificateFilterForm, NewCertificateForm
+from issuance import actions
+from issuance.models import (
+    Certificate,
+    CertificateRequest,
+    Challenge,
+    Event,
+    Issuer,
+    Order,
+    Secret,
+)
+from issuance.pki.x509 import CertInfo, cert_info
+from issuance.specs.certificate import apply_certificate_ex
+from issuance.specs.errors import SpecError
+
+PAGE_SIZE = 50
+CHAIN_REQUESTS = 10
+TIMELINE_EVENTS = 100
+# Columns a list row never shows: the encrypted next key is the only large one.
+_LIST_DEFERRED = ("next_private_key_ciphertext", "search_text", "last_error")
+
+
+# -- list -------------------------------------------------------------------------------
+
+
+def _filtered(form: CertificateFilterForm) -> QuerySet[Certificate]:
+    qs = Certificate.objects.select_related("issuer").defer(*_LIST_DEFERRED).order_by("name")
+    if not form.is_valid():
+        return qs
+    data = form.cleaned_data
+    if data["q"]:
+        qs = qs.filter(search_text__icontains=data["q"].strip().lower())
+    if data["state"]:
+        qs = qs.filter(state=data["state"])
+    if data["issuer"]:
+        qs = qs.filter(issuer__name=data["issuer"])
+    return qs
+
+
+def _list_context(request: HttpRequest) -> dict[str, Any]:
+    form = CertificateFilterForm(request.GET)
+    paginator = Paginator(_filtered(form), PAGE_SIZE)
+    page = paginator.get_page(request.GET.get("page"))
+    return {"form": form, "page": page, "certificates": page.object_list}
+
+
+@viewer_required
+def certificate_list(request: HttpRequest) -> HttpResponse:
+    context = _list_context(request)
+    context["issuer_names"] = list(
+        Issuer.objects.order_by("name").values_list("name", flat=True)[:200]
+    )
+    return render_page(request, "console/certificates/list.html", context)
+
+
+@viewer_required
+def certificate_list_partial(request: HttpRequest) -> HttpResponse:
+    return render(request, "console/partials/certificate_table.html", _list_context(request))
+
+
+# -- detail -----------------------------------------------------------------------------
+
+
+@dataclass
+class ChainLink:
+    """One CertificateRequest with its Order (ACME only) and that order's Challenges."""
+
+    request: CertificateRequest
+    order: Order | None
+    challenges: list[Challenge] = field(default_factory=list)
+
+
+def _chain(cert: Certificate) -> list[ChainLink]:
+    requests = list(
+        CertificateRequest.objects.filter(certificate=cert)
+        .defer("certificate_pem", "ca_pem")
+        .order_by("-revision", "-created_at", "-id")[:CHAIN_REQUESTS]
+    )
+    orders = {
+        o.request_id: o
+        for o in Order.objects.filter(request__in=requests)
+        .defer("certificate_pem")
+        .prefetch_related(
+            Prefetch("challenges", queryset=Challenge.objects.order_by("dns_name", "type", "id"))
+        )
+    }
+    links = []
+    for cr in requests:
+        order = orders.get(cr.pk)
+        links.append(ChainLink(cr, order, list(order.challenges.all()) if order else []))
+    return links
+
+
+def _stored_cert(cert: Certificate) -> tuple[Secret | None, CertInfo | None]:
+    secret = Secret.objects.filter(name=cert.secret_name).defer("tls_key_ciphertext").first()
+    if secret is None or not secret.tls_crt:
+        return secret, None
+    try:
+        return secret, cert_info(secret.tls_crt)
+    except ValueError:
+        return secret, None
+
+
+def _part_context(cert: Certificate, part: str) -> dict[str, Any]:
+    if part == "status":
+        secret, info = _stored_cert(cert)
+        return {
+            "cert": cert,
+            "ready": cert.get_condition("Ready"),
+            "issuing": cert.get_condition("Issuing"),
+            "secret": secret,
+            "info": info,
+        }
+    if part == "chain":
+        return {"cert": cert, "chain": _chain(cert)}
+    if part == "timeline":
+        events = Event.objects.filter(certificate_name=cert.name).order_by("-created_at", "-id")
+        return {"cert": cert, "events": list(events[:TIMELINE_EVENTS])}
+    raise Http404(part)
+
+
+PARTS = ("status", "chain", "timeline")
+
+
+def _get_certificate(name: str) -> Certificate:
+    return get_object_or_404(
+        Certificate.objects.select_related("issuer").defer("next_private_key_ciphertext"),
+        name=name,
+    )
+
+
+@viewer_required
+def certificate_detail(request: HttpRequest, name: str) -> HttpResponse:
+    cert = _get_certificate(name)
+    context: dict[str, Any] = {"cert": cert}
+    for part in PARTS:
+        context.update(_part_context(cert, part))
+    return render_page(
+        request,
+        "console/certificates/detail.html",
+        context,
+        live_groups=f"certificate:{cert.name}",
+    )
+
+
+@viewer_required
+def certificate_partial(request: HttpRequest, name: str, part: str) -> HttpResponse:
+    cert = _get_certificate(name)
+    context = {**role_flags(request), **_part_context(cert, part)}
+    return render(request, f"console/partials/certificate_{part}.html", context)
+
+
+# -- actions ----------------------------------------------------------------------------
+
+
+@require_POST
+@operator_required
+def force_renew(request: HttpRequest, name: str) -> HttpResponse:
+    cert = _get_certificate(name)
+    try:
+        actions.force_renew(cert, actor=request.user.get_username())
+    except actions.ActionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Renewal of {cert.name} requested.")
+    return redirect("web:certificate-detail", name=cert.name)
+
+
+@operator_required
+def certificate_new(request: HttpRequest) -> HttpResponse:
+    form = NewCertificateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        name = form.cleaned_data["name"]
+        if Certificate.objects.filter(name=name).exists():
+            form.add_error("name", f"a certificate named {name!r} already exists")
+        else:
+            try:
+                apply_certificate_ex(name, form.spec(), actor=request.user.get_username())
+            except SpecError as exc:
+                for path, message in exc.errors:
+                    form.add_error(None, f"{path}: {message}")
+            else:
+                messages.success(request, f"Certificate {name} created.")
+                return redirect("web:certificate-detail", name=name)
+    return render_page(request, "console/certificates/new.html", {"form": form})

@@ -1,0 +1,162 @@
+"""Dashboard (DESIGN §4): counts, scheduler depth, challenges in flight, backoff, renewals.
+
+The page is a set of sections; each is also served alone as a partial that live.js re-fetches
+when a message for the dashboard arrives. Every section runs a small, fixed number of
+queries, whatever the number of certificates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from console.web.access import render_page, viewer_required
+from issuance.models import (
+    FINAL_CHALLENGE_STATES,
+    AcmeServer,
+    Approval,
+    Certificate,
+    CertificateRequest,
+    CertificateState,
+    Challenge,
+    ChallengeState,
+)
+
+LIST_LIMIT = 20
+RENEWAL_WINDOW = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class ChallengeStep:
+    """Where a challenge is in its lifecycle (DESIGN §3 challenges), for people."""
+
+    step: str
+    detail: str = ""
+
+
+def challenge_step(challenge: Challenge) -> ChallengeStep:
+    if challenge.finished or challenge.state in FINAL_CHALLENGE_STATES:
+        return ChallengeStep(challenge.state or "finished", challenge.reason)
+    if not challenge.processing:
+        return ChallengeStep("queued")
+    if challenge.state == ChallengeState.PROCESSING:
+        # The CA answered the accept call and is validating.
+        return ChallengeStep("accepted", challenge.reason)
+    if not challenge.presented:
+        return ChallengeStep("scheduled")
+    if challenge.reason:
+        return ChallengeStep("self-check failing", challenge.reason)
+    return ChallengeStep("presented")
+
+
+def counts_context() -> dict[str, Any]:
+    by_state = dict(
+        Certificate.objects.order_by()
+        .values_list("state")
+        .annotate(n=Count("id"))
+        .values_list("state", "n")
+    )
+    states = [(state.value, by_state.get(state.value, 0)) for state in CertificateState]
+    return {
+        "state_counts": states,
+        "total_certificates": sum(by_state.values()),
+        "pending_approvals": CertificateRequest.objects.filter(approval=Approval.PENDING).count(),
+    }
+
+
+def scheduler_context() -> dict[str, Any]:
+    now = timezone.now()
+    unfinished = Challenge.objects.filter(finished=False).order_by()
+    return {
+        "processing": unfinished.filter(processing=True).count(),
+        "queued": unfinished.filter(processing=False).count(),
+        "cap": settings.MAX_CONCURRENT_CHALLENGES,
+        "paused_servers": list(
+            AcmeServer.objects.filter(paused_until__gt=now).order_by("paused_until")[:LIST_LIMIT]
+        ),
+    }
+
+
+def challenges_context() -> dict[str, Any]:
+    in_flight = list(
+        Challenge.objects.filter(finished=False, processing=True)
+        .select_related("order", "order__request", "order__request__certificate")
+        .order_by("scheduled_at", "id")[:LIST_LIMIT]
+    )
+    return {
+        "challenges": [(c, challenge_step(c)) for c in in_flight],
+        "challenges_more": max(
+            0,
+            Challenge.objects.filter(finished=False, processing=True).count() - len(in_flight),
+        )
+        if len(in_flight) == LIST_LIMIT
+        else 0,
+    }
+
+
+def backoff_context() -> dict[str, Any]:
+    now = timezone.now()
+    waiting = Certificate.objects.filter(next_retry_time__gt=now).order_by("next_retry_time")
+    rows = list(waiting.select_related("issuer")[:LIST_LIMIT])
+    return {
+        "backoff": rows,
+        "backoff_total": waiting.count() if len(rows) == LIST_LIMIT else len(rows),
+    }
+
+
+def renewals_context() -> dict[str, Any]:
+    now = timezone.now()
+    due = Certificate.objects.filter(renewal_time__lte=now + RENEWAL_WINDOW).order_by(
+        "renewal_time"
+    )
+    rows = list(due.select_related("issuer")[:LIST_LIMIT])
+    return {
+        "renewals": rows,
+        "renewals_total": due.count() if len(rows) == LIST_LIMIT else len(rows),
+        "now": now,
+    }
+
+
+def approvals_context() -> dict[str, Any]:
+    pending = CertificateRequest.objects.filter(approval=Approval.PENDING).order_by(
+        "created_at", "id"
+    )
+    rows = list(pending.select_related("issuer", "certificate")[:5])
+    return {
+        "approvals": rows,
+        "approvals_total": pending.count() if len(rows) == 5 else len(rows),
+    }
+
+
+SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
+    "counts": counts_context,
+    "scheduler": scheduler_context,
+    "challenges": challenges_context,
+    "backoff": backoff_context,
+    "renewals": renewals_context,
+    "approvals": approvals_context,
+}
+
+
+@viewer_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    context: dict[str, Any] = {}
+    for build in SECTIONS.values():
+        context.update(build())
+    return render_page(request, "console/dashboard.html", context)
+
+
+@viewer_required
+def dashboard_partial(request: HttpRequest, section: str) -> HttpResponse:
+    build = SECTIONS.get(section)
+    if build is None:
+        raise Http404(section)
+    return render(request, f"console/partials/dashboard_{section}.html", build())

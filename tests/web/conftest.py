@@ -1,0 +1,37 @@
+"""Fixtures for web console tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from issuance.models import Issuer
+from tests.factories import make_selfsigned_issuer
+
+
+@pytest.fixture
+def client_for(role_users: dict[str, User]) -> Callable[[str | None], Client]:
+    """A test client logged in as the user of a role ("viewer", "operator", …) or anonymous."""
+
+    def make(role: str | None) -> Client:
+        client = Client()
+        if role is not None:
+            client.force_login(role_users[role])
+        return client
+
+    return make
+
+
+@pytest.fixture
+def issuer(db: Any) -> Issuer:
+    return make_selfsigned_issuer("selfsigned")
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings: Any) -> None:
+    # Role users are created per test; PBKDF2 would dominate the run time.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
