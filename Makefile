@@ -9,7 +9,7 @@ PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 SYSTEM_PACKAGES := pebble bind9 bind9-utils chromium
 SYSTEM_BINARIES := /usr/bin/pebble /usr/sbin/named /usr/bin/nsupdate /usr/bin/chromium
 
-.PHONY: run test lint typecheck pytest-sqlite pytest-postgres system-deps venv clean
+.PHONY: run test lint typecheck pytest-sqlite pytest-postgres system-deps venv clean kube-apiserver
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,7 +53,12 @@ pytest-sqlite: $(STAMP)
 pytest-postgres: $(STAMP) system-deps
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -q
 
-test: $(STAMP) system-deps lint typecheck pytest-sqlite pytest-postgres
+# kube-apiserver v1.20.2 (+ Debian's etcd-server) for the Kubernetes connector tests; built once
+# per machine from Debian's source package and cached in /var/cache/issuance-console/kube.
+kube-apiserver:
+	scripts/build-kube-apiserver.sh
+
+test: $(STAMP) system-deps kube-apiserver lint typecheck pytest-sqlite pytest-postgres
 
 clean:
 	rm -rf $(VENV) var .mypy_cache .ruff_cache
