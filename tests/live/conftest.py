@@ -1,0 +1,100 @@
+"""WebSocket clients against the real ASGI application (console.asgi), with a session cookie."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+import pytest
+from channels.layers import channel_layers, get_channel_layer
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from console.asgi import application
+from issuance.roles import ROLES
+from tests.live.wsclient import WebsocketCommunicator
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/5"
+
+
+def run(coro: Coroutine[Any, Any, Any]) -> Any:
+    return asyncio.run(coro)
+
+
+def session_cookie(user: User) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+def communicator(
+    cookie: str | None = None, origin: str | None = "http://127.0.0.1"
+) -> WebsocketCommunicator:
+    headers = []
+    if origin:
+        headers.append((b"origin", origin.encode()))
+    if cookie:
+        headers.append((b"cookie", f"{settings.SESSION_COOKIE_NAME}={cookie}".encode()))
+    return WebsocketCommunicator(application, "/ws/live/", headers=headers)
+
+
+async def subscribed(cookie: str, *topics: str) -> WebsocketCommunicator:
+    comm = communicator(cookie)
+    connected, code = await comm.connect(timeout=5)
+    assert connected, code
+    await comm.send_json_to({"subscribe": list(topics)})
+    reply = await comm.receive_json_from(timeout=5)
+    assert reply == {"type": "subscribed", "topics": sorted(topics)}
+    return comm
+
+
+@pytest.fixture(autouse=True)
+def fresh_layers() -> Iterator[None]:
+    """Each test gets new channel layers (the in-memory one keeps groups between loops)."""
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
+@pytest.fixture
+def redis_layer(settings: Any) -> Iterator[str]:
+    """The real Redis channel layer under a prefix of our own, flushed afterwards."""
+    prefix = f"test-live-{uuid.uuid4().hex[:12]}"
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": prefix},
+        }
+    }
+    channel_layers.backends.clear()
+    yield prefix
+    # A fresh layer object: the used one holds connections bound to the test's closed loops.
+    channel_layers.backends.clear()
+
+    async def flush() -> None:
+        layer = get_channel_layer()
+        await layer.flush()
+
+    run(flush())
+    channel_layers.backends.clear()
+
+
+@pytest.fixture
+def role_groups(transactional_db: Any) -> None:
+    """Transactional tests flush the tables, including the groups the roles migration made."""
+    for role in ROLES:
+        Group.objects.get_or_create(name=role)
+
+
+@pytest.fixture
+def make_user(role_groups: None, make_user: Callable[..., User]) -> Callable[..., User]:
+    return make_user
+
+
+@pytest.fixture
+def viewer_cookie(make_user: Callable[..., User]) -> str:
+    return session_cookie(make_user("viewer-ws", "viewer"))
