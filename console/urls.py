@@ -8,6 +8,7 @@ from issuance.solvers.http01_views import acme_challenge
 urlpatterns = [
     path(".well-known/acme-challenge/<str:token>", acme_challenge, name="acme-challenge"),
     path("admin/", admin.site.urls),
+    path("api/v1/bootstrap/", include("issuance.bootstrap.urls")),
     path("", include("issuance.api.urls")),
     path("", include("console.web.urls")),
 ]

@@ -49,5 +49,9 @@ def controllers() -> list[Controller]:
 
 def steps() -> list[Step]:
     from issuance import scheduler
+    from issuance.kube import connector  # a no-op unless KUBE_CONNECTOR=1
 
-    return [Step("challenge-scheduler", scheduler.schedule_pass)]
+    return [
+        Step("challenge-scheduler", scheduler.schedule_pass),
+        Step("kube-connector", connector.step),
+    ]

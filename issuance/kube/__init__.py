@@ -1,0 +1,1 @@
+"""The Kubernetes connector: CSR mirroring, write-back and signing; Secret export."""

@@ -1,0 +1,177 @@
+"""Secret export: a Certificate with `spec.secretExport: {namespace, name}` gets every new
+revision written to a `kubernetes.io/tls` Secret (tls.crt, tls.key, ca.crt) in that
+namespace, created or replaced (read-modify-write, retried on 409).
+
+No hook in the issuing controller is needed: the connector compares each exporting
+Certificate's revision with the revision last exported (SecretExport) on every pass.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from datetime import timedelta
+
+from django.utils import timezone
+
+from issuance import events
+from issuance.backoff import error_backoff
+from issuance.kube.client import ApiException, KubeApi, Obj
+from issuance.models import Certificate, Event, Secret, SecretExport
+
+log = logging.getLogger("issuance.kube")
+MAX_CONFLICT_RETRIES = 5
+MANAGED_BY = "issuance-console"
+
+
+def _target(cert: Certificate) -> tuple[str, str] | None:
+    export = cert.spec.get("secretExport")
+    if not isinstance(export, dict) or not export.get("namespace") or not export.get("name"):
+        return None
+    return str(export["namespace"]), str(export["name"])
+
+
+def due_exports(limit: int = 50) -> list[tuple[Certificate, SecretExport]]:
+    """Exporting certificates whose current revision is not in their Secret yet."""
+    now = timezone.now()
+    out: list[tuple[Certificate, SecretExport]] = []
+    certs = Certificate.objects.filter(spec__has_key="secretExport", revision__isnull=False)
+    for cert in certs.select_related("secret_export").order_by("pk"):
+        target = _target(cert)
+        if target is None:
+            continue
+        export = getattr(cert, "secret_export", None)
+        if export is None:
+            export = SecretExport.objects.create(
+                certificate=cert, namespace=target[0], name=target[1]
+            )
+        moved = (export.namespace, export.name) != target
+        if moved:
+            export.namespace, export.name = target
+            export.exported_revision = None
+            export.next_attempt_at = None
+            export.attempts = 0
+            export.save(
+                update_fields=[
+                    "namespace",
+                    "name",
+                    "exported_revision",
+                    "next_attempt_at",
+                    "attempts",
+                ]
+            )
+        if export.exported_revision == cert.revision:
+            continue
+        if export.next_attempt_at and export.next_attempt_at > now:
+            continue
+        out.append((cert, export))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def secret_body(cert: Certificate, stored: Secret, namespace: str, name: str) -> Obj:
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": MANAGED_BY},
+            "annotations": {
+                "cert-manager.io/certificate-name": cert.name,
+                "cert-manager.io/issuer-name": cert.issuer.name,
+                "issuance.console/revision": str(cert.revision or ""),
+            },
+        },
+        "data": {
+            "tls.crt": b64(stored.tls_crt),
+            "tls.key": b64(stored.tls_key),
+            "ca.crt": b64(stored.ca_crt),
+        },
+    }
+
+
+def write_secret(api: KubeApi, body: Obj) -> tuple[Obj, int]:
+    """Create, or replace on the current resourceVersion; returns (secret, conflicts)."""
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    conflicts = 0
+    while True:
+        try:
+            current = api.read_secret(namespace, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            try:
+                return api.create_secret(namespace, body), conflicts
+            except ApiException as create_exc:
+                if create_exc.status != 409 or conflicts >= MAX_CONFLICT_RETRIES:
+                    raise
+                conflicts += 1  # created by someone else meanwhile: replace it
+                continue
+        new = dict(body)
+        new["metadata"] = {
+            **body["metadata"],
+            "resourceVersion": current["metadata"]["resourceVersion"],
+        }
+        if current.get("type") and current["type"] != body["type"]:
+            raise ValueError(
+                f"Secret {namespace}/{name} exists with type {current['type']}; "
+                "the type of a Secret cannot change (delete it or export elsewhere)"
+            )
+        try:
+            return api.replace_secret(namespace, name, new), conflicts
+        except ApiException as exc:
+            if exc.status != 409 or conflicts >= MAX_CONFLICT_RETRIES:
+                raise
+            conflicts += 1
+
+
+def export(api: KubeApi, cert: Certificate, record: SecretExport) -> bool:
+    """One export attempt; True when the Secret now holds the certificate's revision."""
+    stored = Secret.objects.filter(name=cert.secret_name).first()
+    if stored is None or not stored.tls_crt:
+        return False  # the issuing controller has not stored the key pair yet
+    body = secret_body(cert, stored, record.namespace, record.name)
+    now = timezone.now()
+    try:
+        _, conflicts = write_secret(api, body)
+    except (ApiException, ValueError, OSError) as exc:
+        record.attempts += 1
+        delay: timedelta = error_backoff(record.attempts)
+        record.next_attempt_at = now + delay
+        detail = (f"{exc.status} {exc.reason}" if isinstance(exc, ApiException) else str(exc))[
+            :2000
+        ]
+        first = record.last_error != detail
+        record.last_error = detail
+        record.save(update_fields=["attempts", "next_attempt_at", "last_error"])
+        if first:
+            events.record(
+                "Certificate",
+                cert.name,
+                "SecretExportFailed",
+                f"Writing Secret {record.namespace}/{record.name} failed: {detail}",
+                type_=Event.WARNING,
+                certificate_name=cert.name,
+            )
+        return False
+    record.exported_revision = cert.revision
+    record.exported_at = now
+    record.attempts = 0
+    record.next_attempt_at = None
+    record.last_error = ""
+    record.save()
+    events.record(
+        "Certificate",
+        cert.name,
+        "SecretExported",
+        f"Revision {cert.revision} written to Secret {record.namespace}/{record.name}"
+        + (f" after {conflicts} conflict(s)" if conflicts else ""),
+        certificate_name=cert.name,
+    )
+    return True
