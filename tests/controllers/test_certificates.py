@@ -71,8 +71,10 @@ class TestSteps:
         assert CertificateRequest.objects.count() == 1
 
     def test_request_name_truncated_for_long_names(self) -> None:
-        name = "a" * 250
-        cert = make_certificate(name, make_selfsigned_issuer(), privateKey=EC)
+        name = "a" * 252
+        cert = make_certificate(
+            name, make_selfsigned_issuer(), privateKey=EC, secretName="long-tls"
+        )
         drain()
         request = latest_request(cert)
         assert len(request.name) <= 253 and request.name.endswith("-1")
