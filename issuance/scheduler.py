@@ -218,9 +218,10 @@ def schedule_pass(now: datetime | None = None) -> bool:
             next_check_at=None,
             wake_seq=F("wake_seq") + 1,
         )
-        transaction.on_commit(wakeup.notify_workers)
-        log.info("scheduled %d challenge(s), %d slot(s) were free", scheduled, free)
-        return True
+        if scheduled:
+            transaction.on_commit(wakeup.notify_workers)
+            log.info("scheduled %d challenge(s), %d slot(s) were free", scheduled, free)
+        return scheduled > 0 or failed > 0
 
 
 def scheduler_state() -> SchedulerState:
