@@ -96,9 +96,7 @@ def challenges_context() -> dict[str, Any]:
         "challenges_more": max(
             0,
             Challenge.objects.filter(finished=False, processing=True).count() - len(in_flight),
-        )
-        if len(in_flight) == LIST_LIMIT
-        else 0,
+        ),
     }
 
 
@@ -108,7 +106,7 @@ def backoff_context() -> dict[str, Any]:
     rows = list(waiting.select_related("issuer")[:LIST_LIMIT])
     return {
         "backoff": rows,
-        "backoff_total": waiting.count() if len(rows) == LIST_LIMIT else len(rows),
+        "backoff_total": waiting.count(),
     }
 
 
@@ -120,7 +118,7 @@ def renewals_context() -> dict[str, Any]:
     rows = list(due.select_related("issuer")[:LIST_LIMIT])
     return {
         "renewals": rows,
-        "renewals_total": due.count() if len(rows) == LIST_LIMIT else len(rows),
+        "renewals_total": due.count(),
         "now": now,
     }
 
@@ -132,7 +130,7 @@ def approvals_context() -> dict[str, Any]:
     rows = list(pending.select_related("issuer", "certificate")[:5])
     return {
         "approvals": rows,
-        "approvals_total": pending.count() if len(rows) == 5 else len(rows),
+        "approvals_total": pending.count(),
     }
 
 
