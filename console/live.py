@@ -16,6 +16,7 @@ Messages of one group keep their order (each group always goes through the same 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import logging
 import threading
@@ -61,13 +62,25 @@ class _Pump:
         self.loop = loop
         self.sender = sender
         self.queues: list[asyncio.Queue[tuple[str, dict[str, Any]]]] = []
+        self.tasks: list[asyncio.Task[None]] = []
         loop.call_soon_threadsafe(self._start)
 
     def _start(self) -> None:
         for _ in range(self.WORKERS):
             queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
             self.queues.append(queue)
-            self.loop.create_task(self._run(queue))
+            self.tasks.append(self.loop.create_task(self._run(queue)))
+
+    def stop_own_loop(self) -> None:
+        """At exit: end the private loop's tasks quietly (no "Task was destroyed" noise)."""
+
+        def stop() -> None:
+            for task in self.tasks:
+                task.cancel()
+            self.loop.call_soon(self.loop.stop)
+
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(stop)
 
     def alive(self) -> bool:
         return not self.loop.is_closed()
@@ -130,10 +143,17 @@ class LiveSender:
                 return pump if pump is not None and pump.alive() else None
             if self._own_pump is None or not self._own_pump.alive():
                 loop = asyncio.new_event_loop()
-                threading.Thread(
+                thread = threading.Thread(
                     target=loop.run_forever, name="live-publisher", daemon=True
-                ).start()
-                self._own_pump = _Pump(loop, self)
+                )
+                thread.start()
+                self._own_pump = pump = _Pump(loop, self)
+
+                def stop() -> None:
+                    pump.stop_own_loop()
+                    thread.join(timeout=1)
+
+                atexit.register(stop)
             return self._own_pump
 
     # -- the subscriber -----------------------------------------------------------------------
@@ -145,14 +165,15 @@ class LiveSender:
         layer = get_channel_layer()
         if layer is None:
             return
-        pump = self._pump_for(layer)
-        if pump is None:
-            return
         with self._lock:
             if self.pending >= self.MAX_PENDING:
                 self.dropped += 1
                 self._log_limited("live updates backed up; dropped %d so far", self.dropped)
                 return
+        pump = self._pump_for(layer)
+        if pump is None:
+            return
+        with self._lock:
             self.pending += 1
         if not pump.put(group, {**message, "group": topic}):
             self.done()
