@@ -161,15 +161,22 @@ def query_txt(fqdn: str, address: str, port: int) -> list[str]:
     return values
 
 
-def check_dns01(fqdn: str, value: str, authoritative_port: int = 53) -> str | None:
+def check_dns01(
+    fqdn: str,
+    value: str,
+    res: dns.resolver.Resolver | None = None,
+    authoritative_port: int = 53,
+) -> str | None:
+    """Every server must have `value`: SELF_CHECK_NAMESERVERS, else the zone's nameservers
+    (found with `res`, default the self-check resolver, and asked on `authoritative_port`)."""
     configured: list[str] = list(settings.SELF_CHECK_NAMESERVERS)
     try:
-        if configured:
+        if configured and res is None:
             servers = [
                 (resolve_ip(host), port) for host, port in (parse_hostport(s) for s in configured)
             ]
         else:
-            servers = authoritative_nameservers(fqdn, resolver(), authoritative_port)
+            servers = authoritative_nameservers(fqdn, res or resolver(), authoritative_port)
         if not servers:
             return f"no nameservers found for {fqdn}"
         for address, port in servers:
