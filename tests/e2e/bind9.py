@@ -16,17 +16,24 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import secrets
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import dns.exception
 import dns.message
+import dns.name
 import dns.query
 import dns.rcode
 import dns.rdatatype
+import dns.tsig
+import dns.update
 
 from tests.e2e.servers import Process, free_tcp_udp_port, start_process, wait_until
 
@@ -160,3 +167,71 @@ def bind9_server(workdir: Path, zones: Sequence[str] = DEFAULT_ZONES) -> Iterato
         yield server
     finally:
         server.stop()
+
+
+# -- a webhook DNS provider that updates BIND9 itself ----------------------------------
+
+
+@dataclass
+class WebhookProvider:
+    """POST {"action","fqdn","value"} → a TSIG-signed RFC 2136 update at BIND9 (real DNS)."""
+
+    server: ThreadingHTTPServer
+    thread: threading.Thread
+    calls: list[dict[str, Any]]
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}/dns"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _webhook_update(bind: Bind9Server, action: str, fqdn: str, value: str) -> int:
+    name = dns.name.from_text(fqdn)
+    zone = next(
+        (dns.name.from_text(z) for z in bind.zones if name.is_subdomain(dns.name.from_text(z))),
+        None,
+    )
+    if zone is None:
+        return 404
+    key = dns.tsig.Key(bind.key_name, bind.secret, algorithm=dns.tsig.HMAC_SHA256)
+    update = dns.update.UpdateMessage(zone, keyring=key)
+    if action == "present":
+        update.add(name, 60, "TXT", f'"{value}"')
+    elif action == "cleanup":
+        update.delete(name, "TXT", f'"{value}"')
+    else:
+        return 400
+    response = dns.query.tcp(update, bind.host, port=bind.port, timeout=10)
+    return 200 if response.rcode() == dns.rcode.NOERROR else 502
+
+
+def start_webhook_provider(bind: Bind9Server, fail_with: int | None = None) -> WebhookProvider:
+    calls: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            calls.append(body)
+            status = fail_with or _webhook_update(
+                bind, str(body.get("action")), str(body.get("fqdn")), str(body.get("value"))
+            )
+            payload = b'{"ok": true}' if status == 200 else b'{"error": "update failed"}'
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return WebhookProvider(server=server, thread=thread, calls=calls)
