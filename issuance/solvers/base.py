@@ -52,6 +52,12 @@ def dns01_txt_value(key_authorization: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
+def txt_value(challenge: Challenge) -> str:
+    """The DNS-01 record value. As in cert-manager, a dns-01 challenge's spec.key already
+    holds it (base64url(SHA-256(key authorization))), not the key authorization itself."""
+    return challenge.key_authorization
+
+
 def parse_hostport(value: str, default_port: int = 53) -> tuple[str, int]:
     """`host`, `host:port`, `[v6]:port` or a bare IPv6 address → (host, port)."""
     text = (value or "").strip()

@@ -30,10 +30,10 @@ from issuance.controllers.base import TemporaryError
 from issuance.models import Challenge
 from issuance.solvers.base import (
     SolverConfigError,
-    dns01_txt_value,
     parse_hostport,
     resolve_ip,
     txt_record_name,
+    txt_value,
 )
 from issuance.solvers.selfcheck import check_dns01
 
@@ -121,7 +121,7 @@ class Rfc2136Solver:
 
     def _update(self, challenge: Challenge, *, add: bool) -> None:
         fqdn = txt_record_name(challenge.dns_name)
-        value = dns01_txt_value(challenge.key_authorization)
+        value = txt_value(challenge)
         action = "add" if add else "delete"
         cfg = self._settings()
         try:
@@ -150,6 +150,4 @@ class Rfc2136Solver:
         self._update(challenge, add=False)
 
     def self_check(self, challenge: Challenge) -> str | None:
-        return check_dns01(
-            txt_record_name(challenge.dns_name), dns01_txt_value(challenge.key_authorization)
-        )
+        return check_dns01(txt_record_name(challenge.dns_name), txt_value(challenge))

@@ -21,8 +21,8 @@ from issuance.models import Challenge
 from issuance.solvers.base import (
     SolverConfigError,
     base_domain,
-    dns01_txt_value,
     txt_record_name,
+    txt_value,
 )
 from issuance.solvers.selfcheck import check_dns01
 
@@ -42,7 +42,7 @@ class WebhookSolver:
             "action": action,
             "dnsName": base_domain(challenge.dns_name),
             "fqdn": txt_record_name(challenge.dns_name),
-            "value": dns01_txt_value(challenge.key_authorization),
+            "value": txt_value(challenge),
         }
 
     def _post(self, challenge: Challenge, action: str) -> None:
@@ -66,6 +66,4 @@ class WebhookSolver:
         self._post(challenge, "cleanup")
 
     def self_check(self, challenge: Challenge) -> str | None:
-        return check_dns01(
-            txt_record_name(challenge.dns_name), dns01_txt_value(challenge.key_authorization)
-        )
+        return check_dns01(txt_record_name(challenge.dns_name), txt_value(challenge))

@@ -55,7 +55,9 @@ def order():
     return make_order(make_acme_issuer())
 
 
-def dns_challenge(order, name: str, solver: dict, key: str, **fields) -> Challenge:
+def dns_challenge(order, name: str, solver: dict, key_auth: str, **fields) -> Challenge:
+    # As the orders controller (and cert-manager) do: a dns-01 spec.key is the TXT value.
+    key = dns01_txt_value(key_auth)
     return make_challenge(order, name, "dns-01", solver=solver, key=key, **fields)
 
 
