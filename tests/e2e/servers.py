@@ -442,6 +442,40 @@ def start_uvicorn(
     return proc
 
 
+class DjangoThreadServer:
+    """The Django app served from a thread of this process (tests share its database).
+
+    For HTTP-01 in tests that drive the worker in-process: the token view reads the same
+    (test) database. A listen backlog of 1024 because Pebble's VA fetches in bursts.
+    """
+
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        import threading
+
+        from django.core.handlers.wsgi import WSGIHandler
+        from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+
+        class QuietHandler(WSGIRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        class Server(ThreadedWSGIServer):
+            request_queue_size = 1024
+
+        self.port = port
+        self.server = Server((host, port), QuietHandler, allow_reuse_address=True)
+        self.server.set_app(WSGIHandler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        from django.db import connections
+
+        self.server.shutdown()
+        self.server.server_close()
+        connections.close_all()
+
+
 def manage_py(
     workdir: Path, args: Sequence[str], env: Mapping[str, str], name: str = "manage"
 ) -> Process:
