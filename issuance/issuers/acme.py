@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -225,8 +225,14 @@ def sign(request: CertificateRequest) -> SignOutcome:
     )
 
 
+def ari_point(name: str, start: datetime, end: datetime) -> datetime:
+    """A deterministic moment in the CA's window, spread per certificate (RFC 9773 §4.2)."""
+    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
+    return start + (end - start) * (digest / 2**64)
+
+
 def _update_ari(request: CertificateRequest, chain_pem: str) -> None:
-    """Record the CA's ARI window start on the Certificate (readiness uses it), if offered."""
+    """Record the CA's ARI suggestion on the Certificate (readiness prefers it), if offered."""
     certificate = request.certificate
     if certificate is None:
         return
@@ -235,10 +241,10 @@ def _update_ari(request: CertificateRequest, chain_pem: str) -> None:
     try:
         window = client_for(request.issuer).renewal_info(chain_pem)
     except (TemporaryError, AcmeProblemError, ValueError) as exc:
-        log.info("no ARI window for %s: %s", request.name, exc)
+        log.info("no ARI window for %s (kept as it was): %s", request.name, exc)
         return
-    if window is None:
-        return
-    start, _end = window
-    type(certificate).objects.filter(pk=certificate.pk).update(ari_renewal_time=start)
-    certificate.ari_renewal_time = start
+    when = ari_point(certificate.name, *window) if window else None
+    if when != certificate.ari_renewal_time:
+        # A stale window from the previous certificate must not outlive it.
+        type(certificate).objects.filter(pk=certificate.pk).update(ari_renewal_time=when)
+        certificate.ari_renewal_time = when
