@@ -3,11 +3,13 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from console.metrics import metrics_view
 from issuance.solvers.http01_views import acme_challenge
 
 urlpatterns = [
     path(".well-known/acme-challenge/<str:token>", acme_challenge, name="acme-challenge"),
     path("admin/", admin.site.urls),
+    path("metrics", metrics_view, name="metrics"),
     path("api/v1/bootstrap/", include("issuance.bootstrap.urls")),
     path("", include("issuance.api.urls")),
     path("", include("console.web.urls")),

@@ -1,0 +1,238 @@
+"""Prometheus metrics (DESIGN §5): read from the database at scrape time.
+
+State lives in the database and several worker processes may share it, so almost every
+metric is a gauge computed when Prometheus scrapes, from a few aggregate queries and one
+`values_list` over the certificates. A counter kept in one process would miss what the
+other processes did and start again from zero after every restart. The exception is
+ACME_REQUESTS: HTTP calls leave no row, so the ACME client counts them in-process (the
+process that serves /metrics is the one whose calls are counted: under `manage.py serve`,
+web and worker share one process).
+
+Names and labels follow cert-manager's where there is an equivalent
+(certmanager_certificate_expiration_timestamp_seconds → issuance_certificate_...).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from issuance.models import (
+    AcmeServer,
+    Approval,
+    Certificate,
+    CertificateRequest,
+    CertificateState,
+    Challenge,
+    Issuer,
+    Order,
+    OrderState,
+    RequestState,
+)
+
+# Everything /metrics shows, and nothing else (not the process-global default registry).
+REGISTRY = CollectorRegistry()
+
+ACME_REQUESTS = Counter(
+    "issuance_acme_requests",
+    "Requests to ACME servers by action (directory, new_nonce, new_account, new_order, "
+    "get_order, get_authorization, answer_challenge, finalize, download_certificate, "
+    "renewal_info, ...) and result (ok, bad_nonce, rate_limited, problem, server_error, "
+    "network_error, timeout). Counted in this process.",
+    ["action", "result"],
+    registry=REGISTRY,
+)
+
+_CONDITIONS = ("True", "False", "Unknown")
+_CERT_LABELS = ["name", "issuer_name", "issuer_kind"]
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value else None
+
+
+def _condition_status(conditions: Any, type_: str) -> str:
+    for cond in conditions or []:
+        if isinstance(cond, dict) and cond.get("type") == type_:
+            status = cond.get("status")
+            return status if status in _CONDITIONS else "Unknown"
+    return "Unknown"
+
+
+class DatabaseCollector:
+    """Gauges computed from the database on every scrape."""
+
+    def collect(self) -> Iterator[Metric]:
+        started = time.perf_counter()
+        yield from self._certificates()
+        yield from self._counts()
+        yield from self._scheduler()
+        yield from self._issuers()
+        duration = GaugeMetricFamily(
+            "issuance_metrics_collect_duration_seconds",
+            "How long reading the database for this scrape took.",
+        )
+        duration.add_metric([], time.perf_counter() - started)
+        yield duration
+
+    # -- per certificate (one query) ----------------------------------------------------
+    def _certificates(self) -> Iterator[Metric]:
+        expiry = GaugeMetricFamily(
+            "issuance_certificate_expiration_timestamp_seconds",
+            "When the current certificate expires (notAfter), as a Unix timestamp.",
+            labels=_CERT_LABELS,
+        )
+        renewal = GaugeMetricFamily(
+            "issuance_certificate_renewal_timestamp_seconds",
+            "When the certificate will be renewed (renewalTime), as a Unix timestamp.",
+            labels=_CERT_LABELS,
+        )
+        ready = GaugeMetricFamily(
+            "issuance_certificate_ready_status",
+            "The Ready condition of the certificate: 1 for its current status, else 0.",
+            labels=[*_CERT_LABELS, "condition"],
+        )
+        retry = GaugeMetricFamily(
+            "issuance_certificate_next_retry_timestamp_seconds",
+            "When a certificate in backoff after failed issuance is tried again.",
+            labels=_CERT_LABELS,
+        )
+        failures = GaugeMetricFamily(
+            "issuance_certificate_failed_issuance_attempts",
+            "Consecutive failed issuance attempts (reset by a success).",
+            labels=_CERT_LABELS,
+        )
+        rows = Certificate.objects.values_list(
+            "name",
+            "issuer__name",
+            "issuer__kind",
+            "not_after",
+            "renewal_time",
+            "next_retry_time",
+            "failed_issuance_attempts",
+            "conditions",
+        ).order_by()
+        for name, issuer, kind, not_after, renewal_time, next_retry, failed, conds in rows.iterator(
+            chunk_size=2000
+        ):
+            labels = [name, issuer, kind]
+            if not_after:
+                expiry.add_metric(labels, not_after.timestamp())
+            if renewal_time:
+                renewal.add_metric(labels, renewal_time.timestamp())
+            if next_retry:
+                retry.add_metric(labels, next_retry.timestamp())
+            if failed:
+                failures.add_metric(labels, failed)
+            status = _condition_status(conds, "Ready")
+            for condition in _CONDITIONS:
+                ready.add_metric([*labels, condition], 1.0 if condition == status else 0.0)
+        yield from (expiry, renewal, ready, retry, failures)
+
+    # -- aggregate counts ---------------------------------------------------------------
+    def _counts(self) -> Iterator[Metric]:
+        now = timezone.now()
+        by_state = GaugeMetricFamily(
+            "issuance_certificates", "Certificates by state.", labels=["state"]
+        )
+        counts = dict(Certificate.objects.order_by().values_list("state").annotate(n=Count("id")))
+        for state in CertificateState.values:
+            by_state.add_metric([state], counts.get(state, 0))
+        yield by_state
+
+        backoff = Certificate.objects.aggregate(
+            in_backoff=Count("id", filter=Q(next_retry_time__gt=now)),
+            failed_attempts=Sum("failed_issuance_attempts"),
+        )
+        in_backoff = GaugeMetricFamily(
+            "issuance_certificates_in_backoff",
+            "Certificates waiting for their nextRetryTime after failed issuance.",
+        )
+        in_backoff.add_metric([], backoff["in_backoff"] or 0)
+        yield in_backoff
+        failed = GaugeMetricFamily(
+            "issuance_failed_issuance_attempts",
+            "Sum of consecutive failed issuance attempts over all certificates.",
+        )
+        failed.add_metric([], backoff["failed_attempts"] or 0)
+        yield failed
+
+        requests = GaugeMetricFamily(
+            "issuance_certificate_requests",
+            "Stored CertificateRequests (issuance attempts) by approval and Ready reason; "
+            "old ones are pruned by revisionHistoryLimit.",
+            labels=["approval", "state"],
+        )
+        # One query with a filtered count per (approval, state): every combination is
+        # reported, zeros included, so series do not appear and vanish.
+        pairs = [(a, st) for a in Approval.values for st in RequestState.values]
+        totals = CertificateRequest.objects.aggregate(
+            **{f"{a}_{st}": Count("id", filter=Q(approval=a, state=st)) for a, st in pairs}
+        )
+        for a, st in pairs:
+            requests.add_metric([a, st], totals[f"{a}_{st}"] or 0)
+        yield requests
+
+        orders = GaugeMetricFamily("issuance_orders", "ACME orders by state.", labels=["state"])
+        order_totals = Order.objects.aggregate(
+            **{st or "none": Count("id", filter=Q(state=st)) for st in OrderState.values}
+        )
+        for label, n in order_totals.items():
+            orders.add_metric([label], n or 0)
+        yield orders
+
+    def _scheduler(self) -> Iterator[Metric]:
+        counts = Challenge.objects.aggregate(
+            queued=Count("id", filter=Q(finished=False, processing=False)),
+            processing=Count("id", filter=Q(processing=True)),
+        )
+        for key, help_text in (
+            ("queued", "Challenges waiting for a scheduler slot."),
+            ("processing", "Challenges being presented and checked (holding a slot)."),
+        ):
+            gauge = GaugeMetricFamily(f"issuance_scheduler_challenges_{key}", help_text)
+            gauge.add_metric([], counts[key] or 0)
+            yield gauge
+        cap = GaugeMetricFamily(
+            "issuance_scheduler_challenges_cap",
+            "At most this many challenges are processed at once (MAX_CONCURRENT_CHALLENGES).",
+        )
+        cap.add_metric([], settings.MAX_CONCURRENT_CHALLENGES)
+        yield cap
+
+    def _issuers(self) -> Iterator[Metric]:
+        ready = GaugeMetricFamily(
+            "issuance_issuer_ready_status",
+            "The Ready condition of the issuer: 1 for its current status, else 0.",
+            labels=["name", "kind", "condition"],
+        )
+        for name, kind, conds in Issuer.objects.order_by().values_list(
+            "name", "kind", "conditions"
+        ):
+            status = _condition_status(conds, "Ready")
+            for condition in _CONDITIONS:
+                ready.add_metric([name, kind, condition], 1.0 if condition == status else 0.0)
+        yield ready
+        paused = GaugeMetricFamily(
+            "issuance_acme_server_paused_until_timestamp_seconds",
+            "An ACME server paused after rate limiting or Retry-After: no request before then.",
+            labels=["directory_url"],
+        )
+        now = timezone.now()
+        for url, until in AcmeServer.objects.filter(paused_until__gt=now).values_list(
+            "directory_url", "paused_until"
+        ):
+            if until:
+                paused.add_metric([url], until.timestamp())
+        yield paused
+
+
+REGISTRY.register(DatabaseCollector())
