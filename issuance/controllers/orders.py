@@ -30,6 +30,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from issuance import events, faults, wakeup
+from issuance.acme import ratelimit
 from issuance.acme.client import AcmeClient, client_for
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
@@ -108,6 +109,8 @@ def _create(order: Order, client: AcmeClient) -> Result:
                 f"Found the ACME order {order.url} created before a restart",
             )
             return Result.now()
+    # A paused CA is not called at all, so nothing is "attempted" (no recovery scan later).
+    ratelimit.check_not_paused(client.directory_url)
     order.create_attempted_at = timezone.now()
     order.save(update_fields=["create_attempted_at", "updated_at"])
     acme_order = client.new_order(identifiers, order.spec.get("profile") or None)
