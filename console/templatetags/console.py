@@ -57,6 +57,8 @@ def humanize_delta(seconds: float) -> str:
 
 def relative_text(when: datetime, now: datetime | None = None) -> str:
     delta = (when - (now or timezone.now())).total_seconds()
+    if abs(delta) < 1:
+        return "now"
     return f"in {humanize_delta(delta)}" if delta >= 0 else f"{humanize_delta(delta)} ago"
 
 

@@ -1,0 +1,183 @@
+"""Browser tests: the real app (`manage.py serve`: web + worker) against the test database,
+driven by the system Chromium through Playwright. Never downloads a browser."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+# Playwright's sync API keeps an asyncio loop on the main thread; the ORM calls the tests
+# make between browser steps are still synchronous, so Django's async guard is lifted here
+# (only in this test process, never in the server).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts"
+SCREENSHOTS = ARTIFACTS / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings() -> None:
+    """The server is another process, so an SQLite test database must be a file."""
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3") and not (db.get("TEST") or {}).get("NAME"):
+        db.setdefault("TEST", {})["NAME"] = str(
+            ROOT / "var" / f"test-browser-{os.getpid()}.sqlite3"
+        )
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        name = str(db["NAME"])
+        if name.startswith("file:") or name == ":memory:":
+            pytest.fail(
+                "browser tests need a file SQLite test database shared with the server "
+                "process: run them alone or set SQLITE_TEST_NAME=var/test-browser.sqlite3"
+            )
+        return f"sqlite:///{name}"
+    user = quote(str(db.get("USER") or ""))
+    password = db.get("PASSWORD") or ""
+    auth = f"{user}:{quote(str(password))}@" if password else (f"{user}@" if user else "")
+    return (
+        f"postgresql://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"serve exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            # Our own server on 127.0.0.1 (http), not a user-supplied URL.
+            with urllib.request.urlopen(url + "/login/", timeout=2) as response:  # noqa: S310
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"serve did not answer within {timeout}s:\n{log.read_text()[-4000:]}")
+
+
+@pytest.fixture(autouse=True)
+def role_groups(transactional_db: Any) -> None:
+    """Transactional tests flush the tables between tests, the migration's groups included."""
+    from django.contrib.auth.models import Group
+
+    from issuance.roles import ROLES
+
+    for role in ROLES:
+        Group.objects.get_or_create(name=role)
+
+
+@pytest.fixture
+def server(transactional_db: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """`manage.py serve` (uvicorn + the reconcile worker) on a free port; yields its base URL."""
+    port = _free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = ARTIFACTS / f"serve-{request.node.name}.log"
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env.update(
+        DATABASE_URL=_database_url(),
+        DEBUG="0",
+        SECRET_KEY=settings.SECRET_KEY,
+        KEY_ENCRYPTION_KEY=settings.KEY_ENCRYPTION_KEY,
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        WORKER_THREADS="2",
+        REDIS_URL="",
+    )
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(base, proc, log)
+        yield base
+    finally:
+        # Stop the server before the test database is flushed under it.
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install the Debian chromium package")
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def new_page(browser: Any, server: str) -> Iterator[Callable[[], Any]]:
+    """Pages in fresh contexts (one per user), closed after the test."""
+    contexts: list[Any] = []
+
+    def make() -> Any:
+        context = browser.new_context(base_url=server, viewport={"width": 1366, "height": 900})
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        page = context.new_page()
+        page.on("dialog", lambda dialog: dialog.accept())
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def screenshot(request: pytest.FixtureRequest) -> Callable[[Any, str], Path]:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def take(page: Any, step: str) -> Path:
+        path = SCREENSHOTS / f"{request.node.name}-{step}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
