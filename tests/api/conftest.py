@@ -52,3 +52,9 @@ def counts() -> dict[str, int]:
         "secrets": Secret.objects.count(),
         "events": Event.objects.count(),
     }
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings: Any) -> None:
+    """role_users makes five users per test; PBKDF2 would dominate the run time."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
