@@ -9,6 +9,7 @@ from pathlib import Path
 import dns.nameserver
 import dns.resolver
 import pytest
+from django.db import transaction
 
 from issuance.controllers import challenges as controller
 from issuance.controllers.base import TemporaryError
@@ -37,7 +38,8 @@ def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bind9Server]:
 
 
 def rfc2136_solver_config(bind: Bind9Server, secret_name: str = "tsig") -> dict:
-    store(SecretWrite(name=secret_name, path="test", type=OPAQUE, data={"secret": bind.secret}))
+    with transaction.atomic():  # store() locks the row
+        store(SecretWrite(name=secret_name, path="test", type=OPAQUE, data={"secret": bind.secret}))
     return {
         "dns01": {
             "rfc2136": {
@@ -114,7 +116,8 @@ def test_second_zone_and_authoritative_lookup(bind, order, settings):
 def test_wrong_tsig_secret_is_a_temporary_error(bind, order):
     solver_config = rfc2136_solver_config(bind)
     solver_config["dns01"]["rfc2136"]["tsigSecretSecretRef"]["name"] = "wrong"
-    store(SecretWrite(name="wrong", path="t", type=OPAQUE, data={"secret": "d3JvbmcK" * 4}))
+    with transaction.atomic():
+        store(SecretWrite(name="wrong", path="t", type=OPAQUE, data={"secret": "d3JvbmcK" * 4}))
     chal = dns_challenge(order, "bad.example.test", solver_config, "k4.thumb")
     with pytest.raises(
         TemporaryError, match=r"rfc2136: add TXT _acme-challenge\.bad\.example\.test"

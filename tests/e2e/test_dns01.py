@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from django.db import transaction
 
 from issuance.models import Certificate, Challenge, Event, Order, Secret
 from issuance.pki.x509 import split_pem_chain
@@ -35,7 +36,8 @@ def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bind9Server]:
 
 
 def rfc2136_solver(bind: Bind9Server) -> dict[str, Any]:
-    store(SecretWrite(name="bind-tsig", path="test", type=OPAQUE, data={"secret": bind.secret}))
+    with transaction.atomic():  # store() locks the row
+        store(SecretWrite(name="bind-tsig", path="test", type=OPAQUE, data={"secret": bind.secret}))
     return {
         "dns01": {
             "rfc2136": {
