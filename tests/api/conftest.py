@@ -58,3 +58,34 @@ def counts() -> dict[str, int]:
 def fast_password_hashing(settings: Any) -> None:
     """role_users makes five users per test; PBKDF2 would dominate the run time."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def make_order(
+    request: CertificateRequest, name: str, challenges: int = 2, processing: int = 0
+) -> Any:
+    """An Order with `challenges` Challenges (the first `processing` of them processing)."""
+    from issuance.models import Challenge, Order
+
+    order = Order.objects.create(
+        name=name,
+        request=request,
+        issuer=request.issuer,
+        spec={"request": request.name, "dnsNames": [f"{name}.example.test"]},
+        url=f"https://acme.test/order/{name}",
+        state="pending",
+        authorizations=[{"url": f"https://acme.test/authz/{name}/0"}],
+    )
+    for i in range(challenges):
+        Challenge.objects.create(
+            name=f"{name}-{i}",
+            order=order,
+            issuer=request.issuer,
+            dns_name=f"{name}-{i}.example.test",
+            type="http-01",
+            authorization_url=f"https://acme.test/authz/{name}/{i}",
+            token=f"tok-{name}-{i}",
+            spec={"dnsName": f"{name}-{i}.example.test", "type": "http-01", "token": f"t{i}"},
+            processing=i < processing,
+            state="pending" if i < processing else "",
+        )
+    return order
