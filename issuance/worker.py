@@ -37,15 +37,15 @@ from issuance.controllers.base import PermanentError, TemporaryError
 from issuance.controllers.registry import Controller, Step
 from issuance.models import Event
 from issuance.wakeup import local_wakeup
-from issuance.worker_listen import Listener
+from issuance.worker_listen import Listener, SqliteWatcher
 
 log = logging.getLogger("issuance.worker")
 
-# Longest sleep without looking at the database. On PostgreSQL other processes NOTIFY us,
-# so this is only a safety net; on SQLite nothing can wake a separate worker process, so
-# it polls (two cheap indexed queries per model).
-IDLE_CAP_POSTGRES = 30.0
-IDLE_CAP_SQLITE = 2.0
+# Longest sleep without looking at the database: a safety net only. Other processes wake
+# us with NOTIFY on PostgreSQL; on SQLite we notice their commits via PRAGMA data_version.
+IDLE_CAP = 30.0
+# How often a sleeping worker checks for a stop, an in-process wake-up or (SQLite) a commit.
+SLICE = 0.5
 # run_once() gives up after this many rounds (a controller that always asks for "now").
 MAX_ONCE_ROUNDS = 10_000
 
@@ -123,20 +123,17 @@ class Worker:
     # -- running one item ----------------------------------------------------------------
 
     def process(self, ctrl: Controller, claim: Claim) -> None:
-        started = time.time_ns()
-        try:
-            self._reconcile(ctrl, claim)
-        finally:
-            if self._trace:
-                self._write_trace(ctrl, claim, started)
-
-    def _reconcile(self, ctrl: Controller, claim: Claim) -> None:
         manager = ctrl.model._default_manager  # type: ignore[attr-defined]
         obj = manager.filter(pk=claim.pk, lease_owner=self.worker_id).first()
         if obj is None:
             return  # deleted, or our lease expired and someone else has it
+        started = time.time_ns()
         try:
-            result = ctrl.reconcile(obj)
+            try:
+                result = ctrl.reconcile(obj)
+            finally:
+                if self._trace:  # test-only: the span ends before the lease is released
+                    self._write_trace(ctrl, claim, started)
         except TemporaryError as exc:
             delay = exc.delay or error_backoff(claim.error_count + 1, acme=ctrl.acme_backoff)
             log.info("%s %s: temporary error, retry in %s: %s", ctrl.name, obj, delay, exc)
@@ -272,12 +269,14 @@ class Worker:
         if stop is not None:
             self._stop = stop
         listener = Listener() if connection.vendor == "postgresql" else None
-        cap = IDLE_CAP_POSTGRES if listener is not None else IDLE_CAP_SQLITE
+        watcher = SqliteWatcher() if connection.vendor == "sqlite" else None
         log.info("worker %s started (%d threads)", self.worker_id, self.threads)
         try:
             while not self._stop.is_set():
                 local_wakeup.clear()
                 try:
+                    if watcher is not None:
+                        watcher.mark()
                     if self.tick():
                         continue
                     due = self.next_due()
@@ -286,28 +285,35 @@ class Worker:
                     close_old_connections()
                     self._stop.wait(5)
                     continue
-                close_old_connections()  # idle: don't keep a connection open for nothing
-                wait = cap
+                if listener is not None:
+                    # Idle on PostgreSQL: don't hold a server connection for nothing. (On
+                    # SQLite the connection is a local file handle, and data_version needs it.)
+                    close_old_connections()
+                wait = IDLE_CAP
                 if due is not None:
-                    wait = min(cap, max(0.0, (due - timezone.now()).total_seconds()))
-                self._sleep(wait, listener)
+                    wait = min(IDLE_CAP, max(0.0, (due - timezone.now()).total_seconds()))
+                self._sleep(wait, listener, watcher)
         finally:
             if listener is not None:
                 listener.close()
             self.close()
             log.info("worker %s stopped", self.worker_id)
 
-    def _sleep(self, seconds: float, listener: Listener | None) -> None:
+    def _sleep(
+        self, seconds: float, listener: Listener | None, watcher: SqliteWatcher | None
+    ) -> None:
         deadline = time.monotonic() + seconds
         while not self._stop.is_set() and not local_wakeup.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            if listener is None:
-                local_wakeup.wait(left)
+            # In slices, so that a stop or an in-process wake-up is seen within SLICE.
+            if listener is not None:
+                if listener.wait(min(left, SLICE)):
+                    return
+            elif local_wakeup.wait(min(left, SLICE)):
                 return
-            # Slices so that a stop or an in-process wake-up is seen within a second.
-            if listener.wait(min(left, 1.0)):
+            if watcher is not None and watcher.changed():
                 return
 
     def close(self) -> None:

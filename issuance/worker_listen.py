@@ -68,3 +68,28 @@ class Listener:
             with contextlib.suppress(psycopg.Error):
                 self._conn.close()
             self._conn = None
+
+
+class SqliteWatcher:
+    """Sees commits by other processes on SQLite, which has no NOTIFY.
+
+    `PRAGMA data_version` changes when another connection committed since the last call
+    on this connection; checking it costs microseconds, so an idle worker can look twice a
+    second instead of re-running its queries.
+    """
+
+    def __init__(self) -> None:
+        self._seen: int | None = None
+
+    def _version(self) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA data_version")
+            row = cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    def mark(self) -> None:
+        """Remember the current version (call before looking for work)."""
+        self._seen = self._version()
+
+    def changed(self) -> bool:
+        return self._seen is None or self._version() != self._seen
