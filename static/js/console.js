@@ -25,3 +25,13 @@ window.addEventListener("pageshow", function () {
     delete form.dataset.submitting;
   });
 });
+
+// Changes committed between rendering this page and the socket's subscription were never
+// pushed to this page: fetch every live section once when the subscription is confirmed.
+document.addEventListener("live:message", function (event) {
+  var message = event.detail || {};
+  if (message.type !== "subscribed" || !window.IssuanceLive) return;
+  document.querySelectorAll("[data-live-refresh]").forEach(function (el) {
+    window.IssuanceLive.refresh(el);
+  });
+});
