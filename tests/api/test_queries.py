@@ -1,0 +1,69 @@
+"""List endpoints run a bounded number of queries, whatever the page size (no N+1)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from issuance.models import CertificateRequest, Event
+from tests.api.conftest import csr_pem, make_order
+from tests.factories import make_certificate, make_selfsigned_issuer
+
+LIST_URLS = [
+    "/api/v1/issuers/",
+    "/api/v1/certificates/",
+    "/api/v1/certificaterequests/",
+    "/api/v1/orders/",
+    "/api/v1/challenges/",
+    "/api/v1/events/",
+]
+# The user's roles, the count and the page: a handful, the same for 5 rows or 50.
+MAX_QUERIES = 6
+
+
+def _populate(start: int, stop: int) -> None:
+    """One issuer, certificate, owned request, order, challenge and event per index."""
+    pem = csr_pem()
+    for i in range(start, stop):
+        issuer = make_selfsigned_issuer(f"iss-{i}")
+        cert = make_certificate(f"cert-{i}", issuer)
+        request = CertificateRequest.objects.create(
+            name=f"cr-{i}",
+            issuer=issuer,
+            certificate=cert,
+            revision=1,
+            spec={"request": pem, "issuerRef": {"name": issuer.name}},
+        )
+        make_order(request, f"order-{i}", challenges=1)
+        Event.objects.create(kind="Certificate", name=cert.name, reason="Test")
+
+
+def _measure(client: Any, url: str) -> tuple[int, int]:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url + "?limit=100")
+    assert response.status_code == 200
+    return len(ctx.captured_queries), len(response.json()["results"])
+
+
+@pytest.mark.parametrize("url", LIST_URLS)
+def test_list_queries_do_not_grow_with_page_size(
+    world: dict[str, Any],
+    role_users: dict[str, Any],
+    api_client_for: Callable[..., Any],
+    django_assert_max_num_queries: Any,
+    url: str,
+) -> None:
+    client = api_client_for(role_users["viewer"])
+    client.get(url)  # the user's roles are looked up once and cached on the user
+    _populate(0, 5)
+    small_queries, small_rows = _measure(client, url)
+    _populate(5, 50)
+    large_queries, large_rows = _measure(client, url)
+    assert large_rows >= small_rows + 45
+    assert large_queries == small_queries, (url, small_queries, large_queries)
+    with django_assert_max_num_queries(MAX_QUERIES):
+        assert client.get(url + "?limit=100").status_code == 200
