@@ -32,8 +32,9 @@ class KubeApi:
 
     def __init__(self, api: client.ApiClient | None = None) -> None:
         self.api = api or api_client()
-        self.certs = client.CertificatesV1Api(self.api)
-        self.core = client.CoreV1Api(self.api)
+        # Typed as Any: bodies are plain dicts and answers raw responses (see above).
+        self.certs: Any = client.CertificatesV1Api(self.api)
+        self.core: Any = client.CoreV1Api(self.api)
 
     # -- CertificateSigningRequests -----------------------------------------------------
     def list_csrs(self) -> Obj:

@@ -47,6 +47,7 @@ class Watcher:
         self.watches = 0  # watch streams opened
         self.failures = 0  # consecutive failures
         self._stop = threading.Event()
+        self._relist = threading.Event()
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -62,6 +63,10 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def request_relist(self) -> None:
+        """List everything again at the next opportunity (within one watch event or timeout)."""
+        self._relist.set()
+
     @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -76,7 +81,8 @@ class Watcher:
         while not self._stop.is_set():
             try:
                 api = self.api_factory()
-                if not self.resource_version:
+                if not self.resource_version or self._relist.is_set():
+                    self._relist.clear()
                     self._list(api)
                 self._watch(api)
                 self.failures = 0
@@ -96,7 +102,7 @@ class Watcher:
         self.watches += 1
         try:
             for event in api.watch_csrs(self.resource_version, self.watch_seconds):
-                if self._stop.is_set():
+                if self._stop.is_set() or self._relist.is_set():
                     return
                 kind, obj = str(event.get("type") or ""), event.get("object") or {}
                 if kind == "ERROR":

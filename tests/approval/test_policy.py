@@ -44,6 +44,7 @@ def external(
     dns: tuple[str, ...] = ("node-1.example.test",),
     ips: tuple[str, ...] = ("10.0.0.5",),
     requester: str = NODE,
+    source: str = "bootstrap",
     **spec: Any,
 ) -> CertificateRequest:
     key = generate_private_key({"algorithm": "ECDSA", "size": 256})
@@ -62,7 +63,7 @@ def external(
         spec=full,
         issuer=issuer,
         requester=requester,
-        source="bootstrap",
+        source=source,
         due_at=timezone.now(),
     )
 

@@ -64,7 +64,7 @@ def test_csr_from_the_cluster_shows_up_in_the_approval_queue(
     assert "expirationSeconds" not in cr.spec and "duration" not in cr.spec
     assert row.resource_version == kapi.read_csr(name)["metadata"]["resourceVersion"]
     # Idempotent: passes and a full re-list do not mirror it twice.
-    kconn.watcher.resource_version = ""
+    kconn.watcher.request_relist()
     wait_for(lambda: kconn.watcher.lists >= 2, kconn, what="re-list")
     assert KubeCSR.objects.filter(uid=row.uid).count() == 1
     assert CertificateRequest.objects.filter(source="kubernetes").count() == 1
@@ -299,3 +299,21 @@ def _secret(kapi: KubeApi, name: str) -> dict[str, Any] | None:
 
 def _b64(value: str) -> str:
     return base64.b64decode(value).decode()
+
+
+def test_certctl_approve_reaches_the_cluster(
+    kconn: Connector, node_api: Any, signer_name: str, kapi: KubeApi
+) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    make_ca_issuer("kube-ca", "kube-ca-secret")
+    name = submit_as_node(node_api, signer_name)
+    cr = wait_for(lambda: mirrored(name), kconn).request
+    call_command(
+        "certctl", "approve", cr.name, "--reason", "CliOK", "--as", "frank", stdout=StringIO()
+    )
+    wait_for(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved via certctl")
+    cond = conditions(kapi, name)["Approved"]
+    assert cond["reason"] == "CliOK" and "frank" in cond["message"]

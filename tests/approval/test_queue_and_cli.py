@@ -1,0 +1,62 @@
+"""The approval queue and certctl treat bootstrap, API and Kubernetes requests alike."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from issuance.models import Approval, Event
+from issuance.worker import Worker
+from tests.approval.test_policy import RULES, external, issuer_with
+
+pytestmark = pytest.mark.django_db
+
+
+def test_queue_page_shows_each_check_and_the_failing_one(role_users: dict) -> None:
+    issuer = issuer_with({"rules": RULES})
+    external(issuer, name="node-2-serving", cn="system:node:node-2")
+    Worker(threads=1).run_once()
+    client = Client()
+    client.force_login(role_users["approver"])
+    page = client.get("/requests/").content.decode()
+    assert "node-2-serving" in page and "(bootstrap)" in page
+    for name in RULES:
+        assert name in page
+    assert "✗ commonNameMustMatchRequester" in page
+    assert "differs from requester" in page
+    assert "check commonNameMustMatchRequester failed" in page
+
+
+@pytest.mark.parametrize("source", ["api", "bootstrap", "kubernetes"])
+def test_certctl_decides_for_every_source(source: str) -> None:
+    issuer = issuer_with({"autoApprove": "none"})
+    ok = external(issuer, name=f"ok-{source}", source=source)
+    no = external(issuer, name=f"no-{source}", source=source)
+    Worker(threads=1).run_once()
+    before = timezone.now()
+    call_command(
+        "certctl", "approve", ok.name, "--reason", "Known", "--as", "erin", stdout=StringIO()
+    )
+    call_command(
+        "certctl",
+        "deny",
+        no.name,
+        "--reason",
+        "Unknown",
+        "--message",
+        "who?",
+        "--as",
+        "erin",
+        stdout=StringIO(),
+    )
+    ok.refresh_from_db()
+    no.refresh_from_db()
+    assert (ok.approval, ok.decided_by) == (Approval.APPROVED, "erin")
+    assert (no.approval, no.decided_by) == (Approval.DENIED, "erin")
+    assert ok.decided_at is not None and ok.decided_at >= before
+    denied = Event.objects.get(name=no.name, reason="Denied", actor="erin")
+    assert denied.message == "Unknown: who?"
