@@ -128,7 +128,7 @@ class ImmutableSpecMixin(models.Model):
     IMMUTABLE_FIELDS: ClassVar[tuple[str, ...]] = ("spec",)
     _original: dict[str, Any]
 
-    objects = ImmutableQuerySet.as_manager()
+    objects = ImmutableQuerySet[Any].as_manager()
 
     class Meta:
         abstract = True
