@@ -44,7 +44,8 @@ def _filtered(form: CertificateFilterForm) -> QuerySet[Certificate]:
         return qs
     data = form.cleaned_data
     if data["q"]:
-        qs = qs.filter(search_text__icontains=data["q"].strip().lower())
+        # search_text is stored lower-cased: a plain LIKE, no UPPER() on every row.
+        qs = qs.filter(search_text__contains=data["q"].strip().lower())
     if data["state"]:
         qs = qs.filter(state=data["state"])
     if data["issuer"]:
