@@ -283,3 +283,21 @@ def test_static_files_are_served(client_for: ClientFor) -> None:
     assert response.status_code == 200
     body = b"".join(response.streaming_content)  # type: ignore[attr-defined]
     assert b".badge" in body
+
+
+def test_approval_queue_shows_policy_checks(client_for: ClientFor, issuer: Issuer) -> None:
+    cr = pending_request("kubelet-csr", issuer)
+    type(cr).objects.filter(pk=cr.pk).update(
+        policy_checks={
+            "outcome": "pending",
+            "reason": "a check failed: dnsSanRegex",
+            "checks": [
+                {"name": "requesterPattern", "passed": True, "detail": "system:node:node-1"},
+                {"name": "dnsSanRegex", "passed": False, "detail": "node-1.example.test"},
+            ],
+        }
+    )
+    html = client_for("viewer").get("/requests/").content.decode()
+    assert "a check failed: dnsSanRegex" in html
+    assert '<li class="check-pass">✓ requesterPattern' in html
+    assert '<li class="check-fail">✗ dnsSanRegex' in html
