@@ -29,7 +29,7 @@ def parse_duration(value: str) -> timedelta:
         raise DurationError("must be a string such as '2160h' or '90m'")
     text = value.strip()
     sign = 1
-    if text[:1] in "+-":
+    if text and text[0] in "+-":
         sign = -1 if text[0] == "-" else 1
         text = text[1:]
     if text == "0":

@@ -1,0 +1,167 @@
+"""Certificate spec validation: real cert-manager manifests pass, every problem is named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from issuance.models import Certificate, Event
+from issuance.specs import (
+    SpecError,
+    apply_certificate,
+    apply_certificate_ex,
+    validate_certificate_spec,
+)
+from issuance.specs.outcome import Outcome
+from tests.factories import make_selfsigned_issuer
+
+# From cert-manager's documentation (usage/certificate), minus keystores/secretTemplate.
+CERT_MANAGER_EXAMPLE = """
+secretName: example-com-tls
+duration: 2160h # 90d
+renewBefore: 360h # 15d
+isCA: false
+privateKey:
+  algorithm: RSA
+  encoding: PKCS1
+  size: 2048
+  rotationPolicy: Always
+usages:
+  - server auth
+  - client auth
+subject:
+  organizations:
+    - jetstack
+dnsNames:
+  - example.com
+  - www.example.com
+uris:
+  - spiffe://cluster.local/ns/sandbox/sa/example
+emailAddresses:
+  - john.doe@cert-manager.io
+ipAddresses:
+  - 192.168.0.5
+issuerRef:
+  name: ca-issuer
+  kind: Issuer
+  group: cert-manager.io
+"""
+
+
+def validate(spec: dict[str, Any], name: str = "web") -> dict[str, Any]:
+    return validate_certificate_spec(name, spec, issuer_exists=None)
+
+
+def problems(spec: dict[str, Any]) -> dict[str, list[str]]:
+    with pytest.raises(SpecError) as info:
+        validate(spec)
+    return info.value.as_dict()
+
+
+def test_cert_manager_example_is_accepted_as_is() -> None:
+    spec = yaml.safe_load(CERT_MANAGER_EXAMPLE)
+    out = validate(spec)
+    assert out["duration"] == "2160h0m0s"
+    assert out["renewBefore"] == "360h0m0s"
+    assert out["secretName"] == "example-com-tls"
+    assert out["privateKey"] == spec["privateKey"]
+    assert out["subject"] == {"organizations": ["jetstack"]}
+    for key in ("dnsNames", "uris", "emailAddresses", "ipAddresses", "usages", "issuerRef"):
+        assert out[key] == spec[key], key
+    # Normalizing twice changes nothing (apply relies on this for "unchanged").
+    assert validate(out) == out
+
+
+def test_defaults_and_normalization() -> None:
+    out = validate({"dnsNames": ["WWW.Example.COM", "*.Example.com"], "issuerRef": {"name": "x"}})
+    assert out == {
+        "secretName": "web",
+        "dnsNames": ["www.example.com", "*.example.com"],
+        "duration": "2160h0m0s",
+        "issuerRef": {"name": "x", "kind": "Issuer"},
+    }
+    assert (
+        validate({"commonName": "a", "issuerRef": {"name": "x"}, "duration": "1.5h"})["duration"]
+        == "1h30m0s"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"dnsNames": "a.test"}, "spec.dnsNames"),
+        ({"isCA": "yes"}, "spec.isCA"),
+        ({"revisionHistoryLimit": True}, "spec.revisionHistoryLimit"),
+        ({"privateKey": {"algorithm": "Ed25519", "size": 256}}, "spec.privateKey.size"),
+        ({"privateKey": {"encoding": "DER"}}, "spec.privateKey.encoding"),
+        ({"subject": {"countries": ["Germany"]}}, "spec.subject.countries[0]"),
+        ({"subject": {"title": "x"}}, "spec.subject.title"),
+        ({"secretTemplate": {"labels": {}}}, "spec.secretTemplate"),
+        ({"additionalOutputFormats": []}, "spec.additionalOutputFormats"),
+        ({"emailAddresses": ["not-an-email"]}, "spec.emailAddresses[0]"),
+        ({"uris": ["no scheme"]}, "spec.uris[0]"),
+        ({"secretExport": {"namespace": "default"}}, "spec.secretExport.name"),
+        ({"issuerRef": {"name": "x", "group": "example.com"}}, "spec.issuerRef.group"),
+        ({"issuerRef": {"kind": "Issuer"}}, "spec.issuerRef.name"),
+    ],
+)
+def test_field_errors(spec: dict[str, Any], field: str) -> None:
+    full = {"dnsNames": ["a.test"], "issuerRef": {"name": "x"}, **spec}
+    assert field in problems(full)
+
+
+def test_spec_must_be_an_object() -> None:
+    assert problems([]) == {"spec": ["must be an object"]}  # type: ignore[arg-type]
+
+
+def test_secret_export_extension_is_kept() -> None:
+    out = validate(
+        {
+            "dnsNames": ["a.test"],
+            "issuerRef": {"name": "x"},
+            "secretExport": {"namespace": "apps", "name": "a-tls"},
+        }
+    )
+    assert out["secretExport"] == {"namespace": "apps", "name": "a-tls"}
+
+
+def test_unknown_issuer_needs_the_database(db: Any) -> None:
+    with pytest.raises(SpecError) as info:
+        validate_certificate_spec("web", {"dnsNames": ["a.test"], "issuerRef": {"name": "nope"}})
+    assert info.value.as_dict() == {"spec.issuerRef.name": ["unknown issuer 'nope'"]}
+
+
+def test_apply_certificate_outcomes(db: Any) -> None:
+    make_selfsigned_issuer("ss")
+    other = make_selfsigned_issuer("other")
+    spec = {"dnsNames": ["a.test"], "issuerRef": {"name": "ss"}}
+    cert, created = apply_certificate("web", spec, actor="alice")
+    assert created and cert.generation == 1 and cert.secret_name == "web"
+    assert apply_certificate_ex("web", spec, actor="alice").outcome is Outcome.UNCHANGED
+    applied = apply_certificate_ex(
+        "web",
+        {"dnsNames": ["b.test"], "issuerRef": {"name": "other"}, "secretName": "b"},
+        actor="bob",
+    )
+    assert applied.outcome is Outcome.CONFIGURED
+    cert = Certificate.objects.get(name="web")
+    assert (cert.generation, cert.issuer, cert.secret_name) == (2, other, "b")
+    assert cert.search_text == "web b.test"
+    assert list(Event.objects.filter(name="web").order_by("id").values_list("reason", "actor")) == [
+        ("Created", "alice"),
+        ("SpecChanged", "bob"),
+    ]
+
+
+def test_apply_certificate_invalid_stores_nothing(db: Any) -> None:
+    make_selfsigned_issuer("ss")
+    with pytest.raises(SpecError):
+        apply_certificate(
+            "Bad Name", {"dnsNames": ["a.test"], "issuerRef": {"name": "ss"}}, actor="x"
+        )
+    with pytest.raises(SpecError):
+        apply_certificate("web", {"dnsNames": ["a_b.test"], "issuerRef": {"name": "ss"}}, actor="x")
+    assert Certificate.objects.count() == 0
+    assert Event.objects.count() == 0
