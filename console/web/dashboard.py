@@ -31,6 +31,8 @@ from issuance.models import (
 )
 
 LIST_LIMIT = 20
+# How the challenges controller words a failing self check in `reason`.
+SELF_CHECK_FAILED = "self check failed"
 RENEWAL_WINDOW = timedelta(days=7)
 
 
@@ -47,14 +49,16 @@ def challenge_step(challenge: Challenge) -> ChallengeStep:
         return ChallengeStep(challenge.state or "finished", challenge.reason)
     if not challenge.processing:
         return ChallengeStep("queued")
-    if challenge.state == ChallengeState.PROCESSING:
-        # The CA answered the accept call and is validating.
+    accepted = challenge.get_condition("Accepted") or {}
+    if accepted.get("status") == "True" or challenge.state == ChallengeState.PROCESSING:
+        # Self-check passed and the answer is sent (or being sent): the CA is validating.
         return ChallengeStep("accepted", challenge.reason)
     if not challenge.presented:
-        return ChallengeStep("scheduled")
-    if challenge.reason:
+        # Scheduled; presenting may have failed (the reason says why) and will be retried.
+        return ChallengeStep("scheduled", challenge.reason)
+    if challenge.reason.startswith(SELF_CHECK_FAILED):
         return ChallengeStep("self-check failing", challenge.reason)
-    return ChallengeStep("presented")
+    return ChallengeStep("presented", challenge.reason)
 
 
 def counts_context() -> dict[str, Any]:
