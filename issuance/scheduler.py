@@ -26,7 +26,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from issuance import events, wakeup
+from issuance import events, publish, wakeup
 from issuance.models import Challenge, ChallengeState, Event
 
 log = logging.getLogger("issuance.scheduler")
@@ -135,15 +135,30 @@ def fail_timed_out(now: datetime) -> int:
     reason = f"timed out after {format_timeout(timeout)} in processing"
     failed = 0
     for challenge in stuck:
-        changed = Challenge.objects.filter(pk=challenge.pk, processing=True).update(
-            processing=False,
-            finished=True,
-            state=ChallengeState.ERRORED,
-            reason=reason,
-            next_check_at=None,
+        # Row lock: the challenges controller may be finishing it at this very moment.
+        still = (
+            Challenge.objects.select_for_update()
+            .filter(pk=challenge.pk, processing=True)
+            .values_list("pk", flat=True)
+            .first()
         )
-        if not changed:
+        if still is None:
             continue
+        challenge.processing = False
+        challenge.finished = True
+        challenge.state = ChallengeState.ERRORED
+        challenge.reason = reason
+        challenge.next_check_at = None
+        challenge.save(
+            update_fields=[
+                "processing",
+                "finished",
+                "state",
+                "reason",
+                "next_check_at",
+                "updated_at",
+            ]
+        )
         failed += 1
         # Due now: the controller cleans up what it presented; the order sees the failure.
         wakeup.wake(challenge)
@@ -220,6 +235,8 @@ def schedule_pass(now: datetime | None = None) -> bool:
         )
         if scheduled:
             transaction.on_commit(wakeup.notify_workers)
+            # A bulk update sends no post_save: tell the live dashboard (queue depth) once.
+            publish.bulk_updated("Challenge")
             log.info("scheduled %d challenge(s), %d slot(s) were free", scheduled, free)
         return scheduled > 0 or failed > 0
 

@@ -114,15 +114,20 @@ def _our_challenge(challenge: Challenge, authz: dict[str, Any]) -> dict[str, Any
 def finish(challenge: Challenge, state: str, reason: str) -> Result:
     """Record a final state, free the scheduler slot, wake the order; cleanup comes next."""
     with transaction.atomic():
-        changed = Challenge.objects.filter(pk=challenge.pk, finished=False).update(
-            state=state,
-            reason=reason,
-            processing=False,
-            finished=True,
-            next_check_at=None,
-            updated_at=timezone.now(),
+        finished = (
+            Challenge.objects.select_for_update()
+            .filter(pk=challenge.pk)
+            .values_list("finished", flat=True)
+            .first()
         )
-        if changed:
+        if finished is False:
+            challenge.state = state
+            challenge.reason = reason
+            challenge.processing = False
+            challenge.finished = True
+            challenge.next_check_at = None
+            fields = ["state", "reason", "processing", "finished", "next_check_at", "updated_at"]
+            challenge.save(update_fields=fields)
             wakeup.wake(challenge.order)
             ok = state == ChallengeState.VALID
             _event(
