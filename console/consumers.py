@@ -111,8 +111,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     # -- messages from the channel layer (type "certificate.status" → certificate_status) ----
     async def forward(self, event: dict[str, Any]) -> None:
         # A message may still arrive just after an unsubscribe; only forward what was asked.
-        if event.get("group") in self.topics:
-            await self.send_json(event)
+        if event.get("group") not in self.topics:
+            return
+        text = event.get("text")
+        if isinstance(text, str):  # pre-encoded by console.live (the normal path)
+            await self.send(text_data=text)
+        else:
+            await self.send_json({k: v for k, v in event.items() if k != "text"})
 
     certificate_status = forward
     certificate_deleted = forward

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -175,7 +176,10 @@ class LiveSender:
             return
         with self._lock:
             self.pending += 1
-        if not pump.put(group, {**message, "group": topic}):
+        # Encoded once here, not once per connected browser in every consumer.
+        content = {**message, "group": topic}
+        event = {"type": message["type"], "group": topic, "text": json.dumps(content)}
+        if not pump.put(group, event):
             self.done()
 
     def done(self) -> None:

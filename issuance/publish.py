@@ -189,6 +189,11 @@ def send(topic: str, message: Message, *, key: Any = None, using: str = DEFAULT_
     _queue(using, ("send", key if key is not None else object()), (topic,), message)
 
 
+def bulk_updated(kind: str, *, using: str = DEFAULT_DB_ALIAS) -> None:
+    """For QuerySet.update() callers, which send no post_save: nudge the dashboard once."""
+    _queue(using, None, nudge=kind)
+
+
 # -- messages per resource ----------------------------------------------------------------
 
 

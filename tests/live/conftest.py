@@ -60,13 +60,20 @@ def fresh_layers() -> Iterator[None]:
     channel_layers.backends.clear()
 
 
-@pytest.fixture
-def redis_layer(settings: Any) -> Iterator[str]:
-    """The real Redis channel layer under a prefix of our own, flushed afterwards."""
+@pytest.fixture(
+    params=[
+        "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "channels_redis.core.RedisChannelLayer",
+    ],
+    ids=["pubsub", "core"],
+)
+def redis_layer(request: pytest.FixtureRequest, settings: Any) -> Iterator[str]:
+    """A real Redis channel layer (the pub/sub one settings use, and the list-based one)
+    under a prefix of our own, flushed afterwards."""
     prefix = f"test-live-{uuid.uuid4().hex[:12]}"
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": request.param,
             "CONFIG": {"hosts": [REDIS_URL], "prefix": prefix},
         }
     }
