@@ -85,7 +85,7 @@ def common_name_must_match_requester(value: bool, f: RequestFacts) -> Check:
 def dns_san_regex(value: str, f: RequestFacts) -> Check:
     bad = [n for n in f.dns_names if not _fullmatch(value, n)]
     if bad:
-        return Check("dnsSanRegex", False, f"{', '.join(bad)} do(es) not match /{value}/")
+        return Check("dnsSanRegex", False, f"not matching /{value}/: {', '.join(bad)}")
     return Check(
         "dnsSanRegex",
         True,

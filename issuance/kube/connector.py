@@ -54,6 +54,14 @@ class Connector:
     def stop(self) -> None:
         self.watcher.stop()
 
+    def wait_listed(self, timeout: float) -> bool:
+        """Start watching and wait until the first full list is queued (for one-shot runs)."""
+        self.watcher.start()
+        deadline = time.monotonic() + timeout
+        while self.watcher.lists < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.watcher.lists >= 1
+
     # -- one pass --------------------------------------------------------------------------
     def sync(self) -> bool:
         """Apply what the watcher saw, then write what is due. Returns did-work."""

@@ -95,8 +95,8 @@ class Watcher:
     def _list(self, api: KubeApi) -> None:
         listed = api.list_csrs()
         self.resource_version = str((listed.get("metadata") or {}).get("resourceVersion") or "")
-        self.lists += 1
         self._put(Batch("LIST", list(listed.get("items") or [])))
+        self.lists += 1  # after the put: lists >= 1 means the first list is queued
 
     def _watch(self, api: KubeApi) -> None:
         self.watches += 1

@@ -35,6 +35,8 @@ class Command(BaseCommand):
         try:
             connector = shared()
             if options["once"]:
+                if not connector.wait_listed(timeout=30):
+                    raise CommandError("could not list CertificateSigningRequests within 30 s")
                 connector.sync()
                 return
             self.stdout.write(f"Kubernetes connector running (signers: {config.signer_map()})")
