@@ -48,6 +48,19 @@ class CSRInfo:
         }
 
 
+# cert-manager's X509Subject fields, in its order (serialNumber is a single string).
+_SUBJECT_OIDS = (
+    ("organizations", NameOID.ORGANIZATION_NAME),
+    ("countries", NameOID.COUNTRY_NAME),
+    ("organizationalUnits", NameOID.ORGANIZATIONAL_UNIT_NAME),
+    ("localities", NameOID.LOCALITY_NAME),
+    ("provinces", NameOID.STATE_OR_PROVINCE_NAME),
+    ("streetAddresses", NameOID.STREET_ADDRESS),
+    ("postalCodes", NameOID.POSTAL_CODE),
+    ("serialNumber", NameOID.SERIAL_NUMBER),
+)
+
+
 def _hash_for(key: CertificateIssuerPrivateKeyTypes) -> hashes.SHA256 | None:
     return None if isinstance(key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
 
@@ -57,8 +70,11 @@ def build_csr(key: CertificateIssuerPrivateKeyTypes, spec: dict[str, Any]) -> st
     attrs = []
     if spec.get("commonName"):
         attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, str(spec["commonName"])))
-    for org in (spec.get("subject") or {}).get("organizations") or []:
-        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, str(org)))
+    subject = spec.get("subject") or {}
+    for field_name, oid in _SUBJECT_OIDS:
+        values = subject.get(field_name) or []
+        for value in [values] if isinstance(values, str) else values:
+            attrs.append(x509.NameAttribute(oid, str(value)))
     builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name(attrs))
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in spec.get("dnsNames") or []]
     sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in spec.get("ipAddresses") or []]

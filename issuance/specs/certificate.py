@@ -164,7 +164,11 @@ def _subject(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
             if serial:
                 out[key] = serial
             continue
-        items = opt_str_list(subject, key, path, errors, max_len=64 if key != "countries" else 2)
+        items = opt_str_list(subject, key, path, errors, max_len=64)
+        if key == "countries":
+            for i, country in enumerate(items or []):
+                if len(country) != 2 or not country.isalpha():
+                    errors.add(f"{path}.{key}[{i}]", "must be a two-letter country code (ISO 3166)")
         if items:
             out[key] = items
     return out

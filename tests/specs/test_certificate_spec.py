@@ -165,3 +165,32 @@ def test_apply_certificate_invalid_stores_nothing(db: Any) -> None:
         apply_certificate("web", {"dnsNames": ["a_b.test"], "issuerRef": {"name": "ss"}}, actor="x")
     assert Certificate.objects.count() == 0
     assert Event.objects.count() == 0
+
+
+def test_subject_fields_reach_the_csr() -> None:
+    from issuance.pki.csr import build_csr, load_csr
+    from issuance.pki.keys import generate_private_key
+
+    subject = {
+        "organizations": ["Example Org"],
+        "countries": ["DE"],
+        "organizationalUnits": ["Platform"],
+        "localities": ["Berlin"],
+        "provinces": ["Berlin"],
+        "streetAddresses": ["Street 1"],
+        "postalCodes": ["10115"],
+        "serialNumber": "1234",
+    }
+    spec = validate({"commonName": "x", "issuerRef": {"name": "i"}, "subject": subject})
+    assert spec["subject"] == subject
+    csr = load_csr(build_csr(generate_private_key({"algorithm": "ECDSA"}), spec))
+    text = csr.subject.rfc4514_string()
+    for part in (
+        "O=Example Org",
+        "C=DE",
+        "OU=Platform",
+        "L=Berlin",
+        "ST=Berlin",
+        "postalCode=10115",
+    ):
+        assert part in text, text
