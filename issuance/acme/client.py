@@ -23,6 +23,7 @@ import logging
 import math
 import tempfile
 import threading
+import urllib.request
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,6 +137,10 @@ class _Network(ClientNetwork):  # type: ignore[misc]
         # (connect, read) pair, which is what we need.
         self.verify_ssl = verify  # type: ignore[assignment]
         self._default_timeout = (CONNECT_TIMEOUT, READ_TIMEOUT)  # type: ignore[assignment]
+        if not urllib.request.getproxies():
+            # No proxy configured: skip requests' per-request scan of the environment
+            # (proxies, netrc), a quarter of the client's CPU per call.
+            self.session.trust_env = False
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool)
         self.session.mount("https://", adapter)
         self.session.mount("http://", adapter)

@@ -1,0 +1,280 @@
+"""Benchmark: issue N single-name certificates from Pebble through the whole stack.
+
+    .venv/bin/python bench/issue_many.py 1000 [--db bench_issue] [--threads 8] [--cap 200]
+
+Starts pebble-challtestsrv and Pebble, the web app (uvicorn: REST API and HTTP-01 answers,
+on Pebble's HTTP-01 port) and one worker (`manage.py reconcile`) on a fresh PostgreSQL
+database. Creates an ACME issuer and then the certificates through the REST API (token
+auth), waits until all are Ready, verifies every chain against Pebble's root, and prints:
+wall time, certificates/s, worker CPU seconds per certificate, peak RSS of the worker and
+the web app (from /proc), and the latency of a single certificate (create → Ready).
+
+Certificate keys are ECDSA P-256: RSA 2048 key generation alone costs ~50 ms of CPU each,
+which would measure the key generator rather than the issuance pipeline.
+Pebble's nonce rejection stays at its default (5 %), so badNonce retries are included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import psycopg  # noqa: E402
+from cryptography.fernet import Fernet  # noqa: E402
+
+from tests.e2e.servers import (  # noqa: E402
+    Process,
+    free_port,
+    manage_py,
+    start_challtestsrv,
+    start_pebble,
+    start_process,
+    start_uvicorn,
+    verify_chain,
+)
+
+PG = "postgresql://postgres@127.0.0.1:5432"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Api:
+    def __init__(self, base: str, token: str) -> None:
+        self.base = base
+        self.token = token
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            self.base + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"{method} {path}: {exc.code} {exc.read()[:500]!r}") from None
+
+    def ready_count(self) -> int:
+        return int(self.call("GET", "/api/v1/certificates/?state=Ready&limit=1")["count"])
+
+    def is_ready(self, name: str) -> bool:
+        cert = self.call("GET", f"/api/v1/certificates/{name}/")
+        conds = cert.get("status", cert).get("conditions") or cert.get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+def cert_body(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "spec": {
+            "secretName": f"{name}-tls",
+            "dnsNames": [f"{name}.bench.test"],
+            "issuerRef": {"name": "pebble", "kind": "Issuer"},
+            "privateKey": {"algorithm": "ECDSA", "size": 256},
+        },
+    }
+
+
+def fresh_database(name: str) -> None:
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def run(args: argparse.Namespace) -> int:
+    n: int = args.n
+    workdir = Path(tempfile.mkdtemp(prefix="bench-issue-", dir=REPO / "var"))
+    print(f"logs in {workdir}")
+    fresh_database(args.db)
+    dns = start_challtestsrv(workdir)
+    http_port = free_port()
+    pebble = start_pebble(workdir, http_port=http_port, dns_server=dns.dns_address)
+    env = {
+        "DATABASE_URL": f"{PG}/{args.db}",
+        "SECRET_KEY": secrets.token_urlsafe(40),
+        "KEY_ENCRYPTION_KEY": Fernet.generate_key().decode(),
+        "SELF_CHECK_NAMESERVERS": dns.dns_address,
+        "HTTP01_SELF_CHECK_PORT": str(http_port),
+        "MAX_CONCURRENT_CHALLENGES": str(args.cap),
+        "WORKER_THREADS": str(args.threads),
+        "LOG_LEVEL": "WARNING",
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+    }
+    if args.trace:
+        env["ISSUANCE_RECONCILE_TRACE"] = args.trace
+        Path(args.trace).unlink(missing_ok=True)
+    procs: list[Process] = []
+    try:
+        migrate = manage_py(workdir, ["migrate", "--noinput", "-v0"], env, name="migrate")
+        if migrate.popen.wait(300) != 0:
+            raise RuntimeError(migrate.log())
+        token = secrets.token_hex(20)
+        setup = manage_py(
+            workdir,
+            [
+                "shell",
+                "-c",
+                "from django.contrib.auth.models import User;"
+                "from rest_framework.authtoken.models import Token;"
+                "u=User.objects.create_superuser('bench','b@example.test','x');"
+                f"Token.objects.create(user=u, key='{token}')",
+            ],
+            env,
+            name="setup",
+        )
+        if setup.popen.wait(120) != 0:
+            raise RuntimeError(setup.log())
+        web = start_uvicorn(workdir, http_port, env)
+        procs.append(web)
+        if args.profile:
+            worker = start_process(
+                "worker",
+                [sys.executable, "-m", "cProfile", "-o", args.profile, "manage.py", "reconcile"],
+                workdir,
+                env=env,
+            )
+        else:
+            worker = manage_py(workdir, ["reconcile"], env, name="worker")
+        procs.append(worker)
+        api = Api(f"http://127.0.0.1:{http_port}", token)
+
+        api.call(
+            "POST",
+            "/api/v1/issuers/",
+            {
+                "name": "pebble",
+                "spec": {
+                    "acme": {
+                        "server": pebble.directory_url,
+                        "email": "bench@example.test",
+                        "caBundle": pebble.ca_bundle_b64,
+                        "solvers": [{"http01": {}}],
+                    }
+                },
+            },
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            issuer = api.call("GET", "/api/v1/issuers/pebble/")
+            conds = issuer.get("status", issuer).get("conditions") or issuer.get("conditions") or []
+            if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds):
+                break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError(f"issuer not ready: {issuer}")
+
+        # Single-certificate latency (create → Ready), a few times; the first warms up.
+        latencies = []
+        for i in range(args.single):
+            name = f"single-{i}"
+            t0 = time.monotonic()
+            api.call("POST", "/api/v1/certificates/", cert_body(name))
+            while not api.is_ready(name):
+                if time.monotonic() - t0 > 60:
+                    raise RuntimeError(f"{name} not ready after 60 s")
+                time.sleep(0.02)
+            latencies.append(time.monotonic() - t0)
+        base_ready = api.ready_count()
+
+        cpu0 = cpu_seconds(worker.popen.pid)
+        web_cpu0 = cpu_seconds(web.popen.pid)
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+            list(
+                pool.map(
+                    lambda i: api.call("POST", "/api/v1/certificates/", cert_body(f"b{i}")),
+                    range(n),
+                )
+            )
+        created = time.monotonic() - t0
+        ready = 0
+        last_print = 0.0
+        while ready < n:
+            time.sleep(0.5)
+            ready = api.ready_count() - base_ready
+            now = time.monotonic()
+            if now - last_print > 5:
+                print(f"  {now - t0:6.1f}s ready {ready}/{n}", flush=True)
+                last_print = now
+            if now - t0 > args.timeout:
+                raise RuntimeError(f"only {ready}/{n} ready after {args.timeout}s")
+            if not worker.alive():
+                raise RuntimeError("worker died:\n" + worker.log()[-3000:])
+        wall = time.monotonic() - t0
+        worker_cpu = cpu_seconds(worker.popen.pid) - cpu0
+        web_cpu = cpu_seconds(web.popen.pid) - web_cpu0
+
+        roots = pebble.roots()
+        with psycopg.connect(f"{PG}/{args.db}") as conn:
+            rows = conn.execute(
+                "SELECT s.tls_crt FROM issuance_secret s JOIN issuance_certificate c "
+                "ON c.secret_name = s.name WHERE c.name LIKE 'b%%'"
+            ).fetchall()
+        assert len(rows) == n, f"{len(rows)} secrets for {n} certificates"
+        for (chain,) in rows:
+            verify_chain(chain, roots)
+
+        print(f"\nN={n} worker threads={args.threads} challenge cap={args.cap}")
+        print(f"created via API in     {created:.1f} s")
+        print(f"all Ready after        {wall:.1f} s")
+        print(f"throughput             {n / wall:.1f} certificates/s")
+        print(f"worker CPU             {worker_cpu:.1f} s = {1000 * worker_cpu / n:.1f} ms/cert")
+        print(f"web CPU (API+HTTP-01)  {web_cpu:.1f} s = {1000 * web_cpu / n:.1f} ms/cert")
+        print(f"worker peak RSS        {peak_rss_mb(worker.popen.pid):.0f} MB")
+        print(f"web peak RSS           {peak_rss_mb(web.popen.pid):.0f} MB")
+        print(
+            "single-cert latency    "
+            + ", ".join(f"{x * 1000:.0f} ms" for x in latencies)
+            + " (first one warms up)"
+        )
+        print(f"verified {len(rows)} chains against Pebble's root")
+        return 0
+    finally:
+        for proc in reversed(procs):
+            proc.stop()
+        pebble.stop()
+        dns.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("n", type=int, nargs="?", default=100)
+    parser.add_argument("--db", default="bench_issue")
+    parser.add_argument("--threads", type=int, default=8, help="worker threads")
+    parser.add_argument("--cap", type=int, default=60, help="MAX_CONCURRENT_CHALLENGES")
+    parser.add_argument("--single", type=int, default=3, help="single-certificate runs")
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--profile", default="", help="write a cProfile of the worker here")
+    parser.add_argument("--trace", default="", help="ISSUANCE_RECONCILE_TRACE file (per item)")
+    return run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
