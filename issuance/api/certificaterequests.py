@@ -40,6 +40,7 @@ class CertificateRequestStatusSerializer(serializers.Serializer[Any]):
     ca = serializers.CharField(source="ca_pem")
     failureTime = serializers.DateTimeField(source="failure_time")
     lastError = serializers.CharField(source="last_error")
+    policyChecks = serializers.JSONField(source="policy_checks")  # issuance.approval's verdict
 
 
 class OwnerSerializer(serializers.Serializer[Any]):

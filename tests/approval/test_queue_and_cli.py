@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -60,3 +61,15 @@ def test_certctl_decides_for_every_source(source: str) -> None:
     assert ok.decided_at is not None and ok.decided_at >= before
     denied = Event.objects.get(name=no.name, reason="Denied", actor="erin")
     assert denied.message == "Unknown: who?"
+
+
+def test_api_shows_the_policy_verdict(role_users: dict, api_client_for: Any) -> None:
+    issuer = issuer_with({"rules": RULES})
+    external(issuer, name="node-3-serving", ips=("192.168.7.7",))
+    Worker(threads=1).run_once()
+    body = api_client_for(role_users["viewer"]).get("/api/v1/certificaterequests/node-3-serving/")
+    verdict = body.json()["status"]["policyChecks"]
+    assert verdict["outcome"] == "pending"
+    failed = [c for c in verdict["checks"] if not c["passed"]]
+    assert [c["name"] for c in failed] == ["ipSanCidrs"]
+    assert "192.168.7.7" in failed[0]["detail"]
