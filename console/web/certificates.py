@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from console.web.access import operator_required, render_page, role_flags, viewer_required
@@ -50,6 +51,8 @@ def _filtered(form: CertificateFilterForm) -> QuerySet[Certificate]:
         qs = qs.filter(state=data["state"])
     if data["issuer"]:
         qs = qs.filter(issuer__name=data["issuer"])
+    if data["backoff"]:
+        qs = qs.filter(next_retry_time__gt=timezone.now())
     return qs
 
 

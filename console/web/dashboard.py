@@ -30,7 +30,7 @@ from issuance.models import (
     ChallengeState,
 )
 
-LIST_LIMIT = 20
+LIST_LIMIT = 10
 # How the challenges controller words a failing self check in `reason`.
 SELF_CHECK_FAILED = "self check failed"
 RENEWAL_WINDOW = timedelta(days=7)

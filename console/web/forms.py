@@ -18,6 +18,7 @@ class CertificateFilterForm(forms.Form):
         required=False, choices=[("", "any state"), *CertificateState.choices]
     )
     issuer = forms.CharField(required=False, max_length=253)
+    backoff = forms.BooleanField(required=False, label="in failure backoff")
 
 
 class DecisionForm(forms.Form):

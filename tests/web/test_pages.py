@@ -301,3 +301,11 @@ def test_approval_queue_shows_policy_checks(client_for: ClientFor, issuer: Issue
     assert "a check failed: dnsSanRegex" in html
     assert '<li class="check-pass">✓ requesterPattern' in html
     assert '<li class="check-fail">✗ dnsSanRegex' in html
+
+
+def test_certificate_list_backoff_filter(client_for: ClientFor, issuer: Issuer) -> None:
+    ready_certificate("fine", issuer)
+    backoff_certificate("flaky", issuer)
+    html = client_for("viewer").get("/certificates/?backoff=1").content.decode()
+    assert "flaky" in html
+    assert ">fine<" not in html
