@@ -191,6 +191,7 @@ def test_subject_fields_reach_the_csr() -> None:
         "OU=Platform",
         "L=Berlin",
         "ST=Berlin",
-        "postalCode=10115",
+        "2.5.4.17=10115",
+        "2.5.4.5=1234",
     ):
         assert part in text, text
