@@ -309,3 +309,9 @@ def test_certificate_list_backoff_filter(client_for: ClientFor, issuer: Issuer) 
     html = client_for("viewer").get("/certificates/?backoff=1").content.decode()
     assert "flaky" in html
     assert ">fine<" not in html
+
+
+def test_not_found_page_with_debug_off(client_for: ClientFor) -> None:
+    response = client_for("viewer").get("/certificates/does-not-exist/")
+    assert response.status_code == 404
+    assert b"There is nothing at this address" in response.content
