@@ -108,7 +108,8 @@ def test_certificate_lifecycle_live(
     page.evaluate("window.__sameDocument = true")
     status = page.locator("#certificate-status")
     status.locator(".badge", has_text="Ready").first.wait_for(timeout=45_000)
-    assert "Certificate is up to date" in status.inner_text() or "Ready" in status.inner_text()
+    assert "Certificate is up to date and has not expired" in status.inner_text()
+    assert "shop.example.test, www.shop.example.test" in status.inner_text()
     page.locator("#certificate-timeline", has_text="Issued").wait_for(timeout=15_000)
     assert page.evaluate("window.__sameDocument") is True
     screenshot(page, "ready")
