@@ -22,6 +22,7 @@ from issuance.models import Certificate, Event, Secret, SecretExport
 log = logging.getLogger("issuance.kube")
 MAX_CONFLICT_RETRIES = 5
 MANAGED_BY = "issuance-console"
+EXPORT_LEASE = timedelta(seconds=60)
 
 
 def _target(cert: Certificate) -> tuple[str, str] | None:
@@ -131,11 +132,28 @@ def write_secret(api: KubeApi, body: Obj) -> tuple[Obj, int]:
             conflicts += 1
 
 
+def _claim(record: SecretExport) -> bool:
+    """Compare-and-set lease, so two workers do not write the same Secret at once."""
+    now = timezone.now()
+    current = SecretExport.objects.filter(pk=record.pk)
+    if record.next_attempt_at is None:
+        current = current.filter(next_attempt_at__isnull=True)
+    else:
+        current = current.filter(next_attempt_at=record.next_attempt_at)
+    lease = now + EXPORT_LEASE
+    if not current.update(next_attempt_at=lease):
+        return False
+    record.next_attempt_at = lease
+    return True
+
+
 def export(api: KubeApi, cert: Certificate, record: SecretExport) -> bool:
     """One export attempt; True when the Secret now holds the certificate's revision."""
     stored = Secret.objects.filter(name=cert.secret_name).first()
     if stored is None or not stored.tls_crt:
         return False  # the issuing controller has not stored the key pair yet
+    if not _claim(record):
+        return False
     body = secret_body(cert, stored, record.namespace, record.name)
     now = timezone.now()
     try:

@@ -50,9 +50,9 @@ def _read_modify_write(
     row: KubeCSR,
     modify: Callable[[Obj], bool],
     write: Callable[[str, Obj], Obj],
-) -> tuple[Obj, int]:
-    """Returns (the CSR after the write, conflicts seen). `modify` returns False when the
-    object needs no write (someone else already did it)."""
+) -> tuple[Obj, int, bool]:
+    """Returns (the CSR after the write, conflicts seen, whether we wrote). `modify` returns
+    False when the object needs no write (someone else already did it)."""
     conflicts = 0
     while True:
         try:
@@ -64,11 +64,11 @@ def _read_modify_write(
         if (obj.get("metadata") or {}).get("uid") != row.uid:
             raise Gone(row.csr_name)  # same name, another object: ours was deleted
         if not modify(obj):
-            return obj, conflicts
+            return obj, conflicts, False
         if BEFORE_WRITE is not None:
             BEFORE_WRITE(row.csr_name, obj)
         try:
-            return write(row.csr_name, obj), conflicts
+            return write(row.csr_name, obj), conflicts, True
         except ApiException as exc:
             if exc.status != 409 or conflicts >= MAX_CONFLICT_RETRIES:
                 raise
@@ -105,7 +105,7 @@ def write_decision(api: KubeApi, row: KubeCSR) -> int:
         ]
         return True
 
-    obj, conflicts = _read_modify_write(api, row, modify, api.replace_csr_approval)
+    obj, conflicts, wrote = _read_modify_write(api, row, modify, api.replace_csr_approval)
     seen, _ = decision_of(obj)
     KubeCSR.objects.filter(pk=row.pk).update(
         cluster_decision=seen or decision, resource_version=_rv(obj), last_error=""
@@ -120,7 +120,7 @@ def write_decision(api: KubeApi, row: KubeCSR) -> int:
             type_=Event.WARNING,
             actor="kubernetes",
         )
-    else:
+    elif wrote:  # else another worker wrote it a moment ago and said so
         events.record(
             "CertificateRequest",
             request.name,
@@ -144,10 +144,12 @@ def write_certificate(api: KubeApi, row: KubeCSR) -> int:
         status["certificate"] = encoded
         return True
 
-    obj, conflicts = _read_modify_write(api, row, modify, api.replace_csr_status)
+    obj, conflicts, wrote = _read_modify_write(api, row, modify, api.replace_csr_status)
     KubeCSR.objects.filter(pk=row.pk).update(
         certificate_written=True, resource_version=_rv(obj), last_error=""
     )
+    if not wrote:
+        return conflicts
     events.record(
         "CertificateRequest",
         row.request.name,

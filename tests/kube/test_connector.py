@@ -317,3 +317,37 @@ def test_certctl_approve_reaches_the_cluster(
     wait_for(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved via certctl")
     cond = conditions(kapi, name)["Approved"]
     assert cond["reason"] == "CliOK" and "frank" in cond["message"]
+
+
+def test_secret_export_failure_is_reported_and_backed_off(kconn: Connector, kapi: KubeApi) -> None:
+    from django.utils import timezone
+
+    from issuance.models import SecretExport
+    from tests.factories import make_certificate
+
+    issuer = make_ca_issuer("kube-ca", "kube-ca-secret")
+    namespace = f"missing-{uuid.uuid4().hex[:6]}"
+    cert = make_certificate("api", issuer, secretExport={"namespace": namespace, "name": "api-tls"})
+    drain()
+    wait_for(lambda: SecretExport.objects.filter(certificate=cert, attempts__gte=1).exists(), kconn)
+    record = SecretExport.objects.get(certificate=cert)
+    assert record.exported_revision is None
+    assert record.last_error.startswith("404")
+    assert record.next_attempt_at > timezone.now()
+    failed = Event.objects.filter(certificate_name="api", reason="SecretExportFailed")
+    assert failed.count() == 1 and namespace in failed.get().message
+    # Once the namespace exists, the next attempt (after the backoff) succeeds.
+    kapi.core.create_namespace({"metadata": {"name": namespace}})
+    SecretExport.objects.filter(pk=record.pk).update(next_attempt_at=timezone.now())
+    wait_for(lambda: _secret_in(kapi, namespace, "api-tls"), kconn, what="exported after fix")
+    record.refresh_from_db()
+    assert record.exported_revision == 1 and record.last_error == ""
+
+
+def _secret_in(kapi: KubeApi, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        return kapi.read_secret(namespace, name)
+    except k8s.exceptions.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
