@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from console.web.access import operator_required, render_page, role_flags, viewer_required
+from console.web.dashboard import ChallengeStep, challenge_step
 from console.web.forms import CertificateFilterForm, NewCertificateForm
 from issuance import actions
 from issuance.models import (
@@ -86,7 +87,7 @@ class ChainLink:
 
     request: CertificateRequest
     order: Order | None
-    challenges: list[Challenge] = field(default_factory=list)
+    challenges: list[tuple[Challenge, ChallengeStep]] = field(default_factory=list)
 
 
 def _chain(cert: Certificate) -> list[ChainLink]:
@@ -106,7 +107,8 @@ def _chain(cert: Certificate) -> list[ChainLink]:
     links = []
     for cr in requests:
         order = orders.get(cr.pk)
-        links.append(ChainLink(cr, order, list(order.challenges.all()) if order else []))
+        challenges = [(c, challenge_step(c)) for c in order.challenges.all()] if order else []
+        links.append(ChainLink(cr, order, challenges))
     return links
 
 

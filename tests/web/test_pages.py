@@ -177,6 +177,7 @@ def test_certificate_detail_shows_status_chain_and_timeline(
     assert cr.name in html
     assert order.name in html
     assert "wrong status code 404" in html  # challenge reason in the chain
+    assert "self-check failing" in html  # the challenge's step in the chain
     assert "The CA refused" in html  # timeline
     assert "Presented the HTTP-01 token" in html
     assert 'data-live-groups="certificate:shop"' in html
