@@ -297,11 +297,14 @@ class AcmeClient:
             problem = _problem(response)
             ptype = problem_type(problem.get("type"))
             detail = str(problem.get("detail") or "")
-            if ptype == BAD_NONCE and bad_nonces < BAD_NONCE_RETRIES:
-                bad_nonces += 1
+            if ptype == BAD_NONCE:
                 _count("bad_nonce")
-                log.debug("badNonce from %s; retrying with a fresh nonce", url)
-                continue
+                if bad_nonces < BAD_NONCE_RETRIES:
+                    bad_nonces += 1
+                    log.debug("badNonce from %s; retrying with a fresh nonce", url)
+                    continue
+                # Never a reason to fail an order: the worker tries again after a backoff.
+                raise AcmeTemporaryError(f"{url}: {bad_nonces + 1} badNonce answers in a row")
             retry_after = _retry_after(response)
             if response.status_code == 429 or ptype == RATE_LIMITED or retry_after is not None:
                 _count("rate_limited")

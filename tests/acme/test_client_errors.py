@@ -56,9 +56,8 @@ def test_bad_nonce_is_retried_with_a_fresh_nonce(ca: FakeCA) -> None:
 def test_bad_nonce_gives_up_after_a_few_retries(ca: FakeCA) -> None:
     client = make_client(ca)
     ca.on("/new-order", *[problem(400, "badNonce", "stale")] * 10)
-    with pytest.raises(AcmeProblemError) as info:
+    with pytest.raises(AcmeTemporaryError, match="badNonce"):
         client.new_order([("dns", "a.example.com")])
-    assert info.value.type == "urn:ietf:params:acme:error:badNonce"
     assert ca.hits["/new-order"] == acme_client.BAD_NONCE_RETRIES + 1
 
 
