@@ -102,41 +102,58 @@ def role_groups(transactional_db: Any) -> None:
 
 
 @pytest.fixture
-def server(transactional_db: Any, request: pytest.FixtureRequest) -> Iterator[str]:
-    """`manage.py serve` (uvicorn + the reconcile worker) on a free port; yields its base URL."""
-    port = _free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / f"serve-{request.node.name}.log"
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
-    env.update(
-        DATABASE_URL=_database_url(),
-        DEBUG="0",
-        SECRET_KEY=settings.SECRET_KEY,
-        KEY_ENCRYPTION_KEY=settings.KEY_ENCRYPTION_KEY,
-        ALLOWED_HOSTS="127.0.0.1,localhost",
-        WORKER_THREADS="2",
-        REDIS_URL="",
-    )
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+def start_server(
+    transactional_db: Any, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., str]]:
+    """Start `manage.py serve` (uvicorn + the reconcile worker); returns its base URL.
+
+    `port` (default: a free one) and `env` (extra settings) let a test put the app where an
+    ACME CA validates HTTP-01. Servers are stopped before the test database is flushed.
+    """
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(port: int | None = None, env: dict[str, str] | None = None) -> str:
+        port = port or _free_port()
+        ARTIFACTS.mkdir(exist_ok=True)
+        log = ARTIFACTS / f"serve-{request.node.name}.log"
+        child_env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+        child_env.update(
+            DATABASE_URL=_database_url(),
+            DEBUG="0",
+            SECRET_KEY=settings.SECRET_KEY,
+            KEY_ENCRYPTION_KEY=settings.KEY_ENCRYPTION_KEY,
+            ALLOWED_HOSTS="127.0.0.1,localhost",
+            WORKER_THREADS="2",
+            REDIS_URL="",
+            **(env or {}),
         )
-    base = f"http://127.0.0.1:{port}"
-    try:
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                cwd=ROOT,
+                env=child_env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        procs.append(proc)
+        base = f"http://127.0.0.1:{port}"
         _wait_until_up(base, proc, log)
-        yield base
-    finally:
-        # Stop the server before the test database is flushed under it.
+        return base
+
+    yield start
+    for proc in procs:
         proc.terminate()
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture
+def server(start_server: Callable[..., str]) -> str:
+    """The app on a free port, with default settings."""
+    return start_server()
 
 
 @pytest.fixture(scope="session")
@@ -154,12 +171,14 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def new_page(browser: Any, server: str) -> Iterator[Callable[[], Any]]:
-    """Pages in fresh contexts (one per user), closed after the test."""
+def new_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+    """Pages in fresh contexts (one per user), closed after the test. The base URL is the
+    `server` fixture's unless given."""
     contexts: list[Any] = []
 
-    def make() -> Any:
-        context = browser.new_context(base_url=server, viewport={"width": 1366, "height": 900})
+    def make(base_url: str | None = None) -> Any:
+        base = base_url or request.getfixturevalue("server")
+        context = browser.new_context(base_url=base, viewport={"width": 1366, "height": 900})
         context.set_default_timeout(15_000)
         contexts.append(context)
         page = context.new_page()
