@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -86,6 +86,7 @@ class Worker:
             else None
         )
         self._trace = os.environ.get("ISSUANCE_RECONCILE_TRACE", "")
+        self._turn = 0
 
     # -- claiming ------------------------------------------------------------------------
 
@@ -265,11 +266,16 @@ class Worker:
         local_wakeup.set()
 
     def run(self, stop: threading.Event | None = None) -> None:
-        """Work until `stop` is set (or stop() is called); in-flight items are finished."""
+        """Work until `stop` is set (or stop() is called); in-flight items are finished.
+
+        Unlike tick(), the loop keeps the pool full: a slow reconcile (an ACME call waiting
+        on its timeout) holds one thread, not the whole batch.
+        """
         if stop is not None:
             self._stop = stop
         listener = Listener() if connection.vendor == "postgresql" else None
         watcher = SqliteWatcher() if connection.vendor == "sqlite" else None
+        inflight: set[Future[None]] = set()
         log.info("worker %s started (%d threads)", self.worker_id, self.threads)
         try:
             while not self._stop.is_set():
@@ -277,7 +283,12 @@ class Worker:
                 try:
                     if watcher is not None:
                         watcher.mark()
-                    if self.tick():
+                    self._reap(inflight)
+                    did = self.run_steps()
+                    if self._fill(inflight) or did:
+                        continue
+                    if inflight:
+                        wait(inflight, timeout=SLICE, return_when=FIRST_COMPLETED)
                         continue
                     due = self.next_due()
                 except DatabaseError:
@@ -289,15 +300,45 @@ class Worker:
                     # Idle on PostgreSQL: don't hold a server connection for nothing. (On
                     # SQLite the connection is a local file handle, and data_version needs it.)
                     close_old_connections()
-                wait = IDLE_CAP
+                pause = IDLE_CAP
                 if due is not None:
-                    wait = min(IDLE_CAP, max(0.0, (due - timezone.now()).total_seconds()))
-                self._sleep(wait, listener, watcher)
+                    pause = min(IDLE_CAP, max(0.0, (due - timezone.now()).total_seconds()))
+                self._sleep(pause, listener, watcher)
+            wait(inflight)
+            self._reap(inflight)
         finally:
             if listener is not None:
                 listener.close()
             self.close()
             log.info("worker %s stopped", self.worker_id)
+
+    def _fill(self, inflight: set[Future[None]]) -> bool:
+        """Claim up to the free threads' worth of due rows and start them. True if any."""
+        free = self.threads - len(inflight) if self._pool is not None else self.batch
+        if free <= 0:
+            return False
+        # Start with a different controller each time, so none starves the others.
+        self._turn = (self._turn + 1) % max(1, len(self.controllers))
+        order = self.controllers[self._turn :] + self.controllers[: self._turn]
+        items: list[tuple[Controller, Claim]] = []
+        for ctrl in order:
+            if free - len(items) <= 0 or self._stop.is_set():
+                break
+            items += [(ctrl, c) for c in self.claim(ctrl, free - len(items))]
+        if self._pool is None:
+            for ctrl, claim in items:
+                self.process(ctrl, claim)
+        else:
+            for ctrl, claim in items:
+                inflight.add(self._pool.submit(self._process_in_thread, ctrl, claim))
+        self.processed += len(items)
+        return bool(items)
+
+    def _reap(self, inflight: set[Future[None]]) -> None:
+        """Forget finished items; a crash in a thread (SimulatedCrash) ends the worker."""
+        for future in [f for f in inflight if f.done()]:
+            inflight.discard(future)
+            future.result()
 
     def _sleep(
         self, seconds: float, listener: Listener | None, watcher: SqliteWatcher | None

@@ -27,6 +27,11 @@ def wait_for(predicate: object, timeout: float = 30.0) -> bool:
     return False
 
 
+# The threaded tests need PostgreSQL: pytest-django's in-memory SQLite is shared-cache,
+# whose table locks fail at once where a real (file, WAL) database waits. The same loop on
+# a file SQLite database is tested with real processes in test_sqlite_process.py.
+
+
 @pytest.fixture
 def running() -> Iterator[tuple[Worker, threading.Event, threading.Thread]]:
     worker = Worker(threads=2)
@@ -50,6 +55,7 @@ def ready(name: str) -> bool:
     return Certificate.objects.filter(name=name, state=CertificateState.READY).exists()
 
 
+@pytest.mark.postgres
 def test_run_issues_and_stops(running: tuple[Worker, threading.Event, threading.Thread]) -> None:
     worker, stop, thread = running
     issuer = make_selfsigned_issuer()
@@ -88,3 +94,50 @@ def test_sqlite_sees_other_connections_commits() -> None:
     thread.start()
     thread.join()
     assert watcher.changed()
+
+
+@pytest.mark.postgres
+def test_slow_item_does_not_block_the_others() -> None:
+    from issuance.controllers.base import Result
+    from issuance.controllers.registry import Controller
+
+    issuer = make_selfsigned_issuer()
+    slow_started = threading.Event()
+    release_slow = threading.Event()
+    done: list[str] = []
+
+    def reconcile(cert: Certificate) -> Result:
+        if cert.name == "slow":
+            slow_started.set()
+            release_slow.wait(20)  # an ACME call hanging until its timeout
+        done.append(cert.name)
+        return Result.done()
+
+    make_certificate("slow", issuer)
+    worker = Worker(threads=2)
+    worker.controllers = [Controller("test", Certificate, reconcile)]
+    worker.steps = []
+    stop = threading.Event()
+
+    def target() -> None:
+        try:
+            worker.run(stop)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    try:
+        assert slow_started.wait(10)
+        for i in range(5):
+            wake(make_certificate(f"fast-{i}", issuer))
+        assert wait_for(lambda: len(done) == 5, timeout=10), done
+        assert "slow" not in done
+    finally:
+        release_slow.set()
+        stop.set()
+        worker.stop()
+        thread.join(10)
+    assert not thread.is_alive()
+    assert done[-1] == "slow"  # finished before the worker stopped
+    assert not Certificate.objects.exclude(lease_owner="").exists()
