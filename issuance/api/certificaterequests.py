@@ -19,6 +19,7 @@ from issuance.api.common import (
     merge_patch,
     read_write_body,
 )
+from issuance.api.errors import Conflict
 from issuance.api.permissions import APPROVER, OPERATOR
 from issuance.models import Approval, CertificateRequest, ImmutableSpecError, RequestState
 from issuance.specs import create_certificate_request
@@ -105,6 +106,8 @@ class CertificateRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin
     def create(self, request: Request) -> Response:
         """Submit a PEM CSR; the requester is the authenticated user. Name optional."""
         body = read_write_body(request, KINDS)
+        if body.get("name") and CertificateRequest.objects.filter(name=body["name"]).exists():
+            raise Conflict(f"CertificateRequest {body['name']!r} already exists.")
         cr = create_certificate_request(
             body.get("name"), body["spec"], requester=self.actor(), source="api"
         )

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers, viewsets
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
@@ -85,8 +86,8 @@ class ResourceWriteSerializer(serializers.Serializer[Any]):
         if name is not None:
             try:
                 validate_resource_name(str(name))
-            except Exception as exc:  # django ValidationError
-                errors["name"] = list(getattr(exc, "messages", [str(exc)]))
+            except DjangoValidationError as exc:
+                errors["name"] = list(exc.messages)
         if attrs.get("apiVersion") not in (None, API_VERSION):
             errors["apiVersion"] = [f"must be {API_VERSION}"]
         if self.kinds and attrs.get("kind") not in (None, *self.kinds):

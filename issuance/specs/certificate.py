@@ -88,6 +88,14 @@ def issuer_in_db(name: str) -> bool:
     return Issuer.objects.filter(name=name).exists()
 
 
+def resolve_issuer(name: str) -> Issuer:
+    """The referenced issuer, locked against deletion until the transaction ends."""
+    issuer = Issuer.objects.select_for_update().filter(name=name).first()
+    if issuer is None:  # deleted since validation
+        raise SpecError([("spec.issuerRef.name", f"unknown issuer {name!r}")])
+    return issuer
+
+
 def validate_issuer_ref(
     value: Any, path: str, errors: Errors, issuer_exists: IssuerExists | None
 ) -> dict[str, str] | None:
@@ -291,7 +299,7 @@ def apply_certificate_ex(name: str, spec: Any, *, actor: str) -> Applied[Certifi
     """Create or update a Certificate from a spec; a changed spec bumps the generation."""
     check_name(name)
     normalized = validate_certificate_spec(name, spec)
-    issuer = Issuer.objects.get(name=normalized["issuerRef"]["name"])
+    issuer = resolve_issuer(normalized["issuerRef"]["name"])
     cert = Certificate.objects.select_for_update().filter(name=name).first()
     if cert is None:
         cert = Certificate(

@@ -12,12 +12,13 @@ from django.db import transaction
 
 from issuance import events
 from issuance.durations import format_duration
-from issuance.models import CertificateRequest, Issuer
+from issuance.models import CertificateRequest
 from issuance.pki.csr import MAX_CSR_PEM_BYTES, CSRError, parse_csr
 from issuance.specs.certificate import (
     IssuerExists,
     check_name,
     issuer_in_db,
+    resolve_issuer,
     validate_issuer_ref,
     validate_usages,
 )
@@ -105,7 +106,7 @@ def create_certificate_request(
     normalized = validate_request_spec(spec)
     if CertificateRequest.objects.filter(name=name).exists():
         raise SpecError([("name", f"a CertificateRequest named {name!r} already exists")])
-    issuer = Issuer.objects.get(name=normalized["issuerRef"]["name"])
+    issuer = resolve_issuer(normalized["issuerRef"]["name"])
     request = CertificateRequest.objects.create(
         name=name, spec=normalized, issuer=issuer, requester=requester, source=source
     )

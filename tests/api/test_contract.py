@@ -236,6 +236,12 @@ def test_create_certificate_request_from_csr(world: dict[str, Any], operator: An
     assert body["spec"]["duration"] == "1h0m0s"
     cr = CertificateRequest.objects.get(name=body["name"])
     assert cr.approval == Approval.PENDING and cr.due_at is not None
+    duplicate = operator.post(
+        "/api/v1/certificaterequests/",
+        {"name": "ext-1", "spec": {"request": pem, "issuerRef": {"name": "ca"}}},
+        format="json",
+    )
+    assert duplicate.status_code == 409
     # The requester comes from the authenticated user, never from the body.
     forged = operator.post(
         "/api/v1/certificaterequests/",
