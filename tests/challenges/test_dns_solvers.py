@@ -243,3 +243,14 @@ def test_unusable_solver_config_fails_the_challenge(order):
     assert "rfc2136, webhook" in chal.reason
     order.refresh_from_db()
     assert order.due_at is not None
+
+
+def test_self_check_resolver_uses_configured_nameservers(bind, settings):
+    from issuance.solvers.selfcheck import resolve_addresses
+
+    settings.SELF_CHECK_NAMESERVERS = [bind.address]
+    # Only BIND knows these names (wildcard A record); the system resolver does not.
+    assert resolve_addresses("anything.example.test") == ["127.0.0.1"]
+    assert resolve_addresses("example.org") == ["127.0.0.1"]
+    with pytest.raises(dns.resolver.NoNameservers):
+        resolve_addresses("www.not-served.test")  # BIND refuses names outside its zones
