@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         if args.profile:
             worker = start_process(
                 "worker",
-                [sys.executable, "-m", "cProfile", "-o", args.profile, "manage.py", "reconcile"],
+                [sys.executable, "bench/profiled_worker.py", args.profile],
                 workdir,
                 env=env,
             )

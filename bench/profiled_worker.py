@@ -1,0 +1,68 @@
+"""`manage.py reconcile` with every reconcile thread profiled (cProfile per thread, merged).
+
+    python bench/profiled_worker.py OUT.prof     (bench/issue_many.py --profile OUT.prof)
+
+Stops on SIGTERM/SIGINT like the real command and then writes the merged profile.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+
+import django
+
+django.setup()
+
+from issuance import worker as worker_module  # noqa: E402
+
+_profiles: dict[int, cProfile.Profile] = {}
+_lock = threading.Lock()
+_original = worker_module.Worker.process
+
+
+def _profiled(self: Any, ctrl: Any, claim: Any) -> None:
+    ident = threading.get_ident()
+    with _lock:
+        profile = _profiles.setdefault(ident, cProfile.Profile())
+    profile.enable()
+    try:
+        _original(self, ctrl, claim)
+    finally:
+        profile.disable()
+
+
+def main() -> None:
+    out = sys.argv[1]
+    worker_module.Worker.process = _profiled  # type: ignore[method-assign]
+    worker = worker_module.Worker()
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+        worker.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    worker.run(stop)
+    stats: pstats.Stats | None = None
+    for profile in _profiles.values():
+        if stats is None:
+            stats = pstats.Stats(profile)
+        else:
+            stats.add(profile)
+    if stats is not None:
+        stats.dump_stats(out)
+
+
+if __name__ == "__main__":
+    main()
