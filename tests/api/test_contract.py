@@ -411,3 +411,21 @@ def test_invalid_body_changes_nothing(world: dict[str, Any], operator: Any) -> N
     assert response.status_code == 400
     assert "spec" in response.json()
     assert counts() == before
+
+
+def test_browsable_api_renders_without_keys(
+    world: dict[str, Any], role_users: dict[str, Any], client: Any
+) -> None:
+    client.force_login(role_users["admin"])
+    for url in [
+        "/api/v1/",
+        "/api/v1/certificates/",
+        "/api/v1/certificates/web/",
+        "/api/v1/issuers/ca/",
+        "/api/v1/certificaterequests/ext-1/",
+        "/api/v1/scheduler/",
+    ]:
+        response = client.get(url, HTTP_ACCEPT="text/html")
+        assert response.status_code == 200, url
+        assert response["Content-Type"].startswith("text/html")
+        assert b"PRIVATE KEY" not in response.content, url
