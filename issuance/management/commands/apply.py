@@ -99,6 +99,13 @@ def _parse(index: int, raw: Any, notes: list[str]) -> tuple[Document | None, lis
     return Document(index, str(kind), name, spec), []
 
 
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return "cli"
+
+
 class Command(BaseCommand):
     help = (
         "Apply cert-manager Issuer, ClusterIssuer and Certificate manifests (like kubectl apply)."
@@ -118,7 +125,7 @@ class Command(BaseCommand):
                 text = Path(source).read_text(encoding="utf-8")
             except OSError as exc:
                 raise CommandError(f"cannot read {source}: {exc}") from None
-        actor = options["actor"] or f"{getpass.getuser()} (apply)"
+        actor = options["actor"] or f"{_os_user()} (apply)"
         raws = _load(text)
         if not raws:
             raise CommandError(f"no documents in {source}")
