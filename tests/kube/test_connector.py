@@ -351,3 +351,26 @@ def _secret_in(kapi: KubeApi, namespace: str, name: str) -> dict[str, Any] | Non
         if exc.status == 404:
             return None
         raise
+
+
+def test_web_console_approve_reaches_the_cluster(
+    kconn: Connector, node_api: Any, signer_name: str, kapi: KubeApi, role_users: dict
+) -> None:
+    from django.test import Client
+
+    make_ca_issuer("kube-ca", "kube-ca-secret")
+    name = submit_as_node(node_api, signer_name)
+    cr = wait_for(lambda: mirrored(name), kconn).request
+    drain()
+    browser = Client()
+    browser.force_login(role_users["approver"])
+    assert cr.name in browser.get("/requests/").content.decode()
+    response = browser.post(
+        f"/requests/{cr.name}/approve/", {"reason": "WebOK", "message": "checked the node"}
+    )
+    assert response.status_code == 302
+    wait_for(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved via the web")
+    cond = conditions(kapi, name)["Approved"]
+    assert cond["reason"] == "WebOK" and "approver" in cond["message"]
+    drain()
+    wait_for(lambda: (kapi.read_csr(name).get("status") or {}).get("certificate"), kconn)
