@@ -34,7 +34,7 @@ from issuance.acme import ratelimit
 from issuance.acme.client import AcmeClient, client_for
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
-from issuance.controllers.base import Result
+from issuance.controllers.base import Result, TemporaryError
 from issuance.models import (
     CertificateRequest,
     Challenge,
@@ -76,6 +76,14 @@ def reconcile(order: Order) -> Result:
             return _finalize(order, client)
         return _poll(order, client)
     except AcmeProblemError as exc:
+        if exc.short_type == "accountDoesNotExist":
+            from issuance.issuers.acme import account_lost
+
+            account_lost(issuer, exc.detail)
+            raise TemporaryError(
+                f"the ACME account of {issuer.name} is gone; registering again",
+                delay=timedelta(seconds=5),
+            ) from None
         state = OrderState.INVALID if exc.status == 403 else OrderState.ERRORED
         return _fail(order, state, problem_reason(exc.type, exc.detail))
 

@@ -97,6 +97,16 @@ def reconcile_issuer(issuer: Issuer) -> Result:
     return Result.done()
 
 
+def account_lost(issuer: Issuer, detail: str) -> None:
+    """The CA no longer knows our account (e.g. a test CA restarted): register again."""
+    from issuance.acme.client import forget_clients
+
+    fresh = Issuer.objects.get(pk=issuer.pk)
+    _set_ready(fresh, "False", "ErrAccountNotFound", f"The ACME account is gone: {detail}")
+    forget_clients()
+    wakeup.wake(fresh)
+
+
 def _set_ready(issuer: Issuer, status: str, reason: str, message: str) -> None:
     was = issuer.get_condition("Ready")
     changed = issuer.set_condition("Ready", status, reason, message, now=timezone.now())

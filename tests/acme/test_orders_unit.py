@@ -1,0 +1,143 @@
+"""Orders controller and `sign` against a scripted CA: failures that Pebble cannot produce."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from issuance.acme import ratelimit
+from issuance.acme.account import account_config, ensure_account_key
+from issuance.acme.client import forget_clients
+from issuance.controllers import orders
+from issuance.controllers.base import TemporaryError
+from issuance.issuers import acme as acme_issuer
+from issuance.issuers.base import SignState
+from issuance.models import CertificateRequest, Issuer, Order
+from issuance.pki.csr import build_csr
+from issuance.pki.keys import generate_private_key
+from tests.acme.fakeca import FakeCA, Reply, problem
+from tests.factories import make_certificate
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ca() -> Iterator[FakeCA]:
+    server = FakeCA()
+    ratelimit.forget_cache()
+    forget_clients()
+    yield server
+    server.stop()
+    forget_clients()
+    ratelimit.forget_cache()
+
+
+def make_request(
+    ca: FakeCA, names: list[str], solvers: list[dict] | None = None
+) -> CertificateRequest:
+    issuer = Issuer.objects.create(
+        name="fake",
+        kind="acme",
+        spec={"acme": {"server": ca.directory_url, "solvers": solvers or [{"http01": {}}]}},
+        acme_account_uri=f"{ca.base}/acct/1",
+        conditions=[{"type": "Ready", "status": "True", "reason": "ACMEAccountRegistered"}],
+    )
+    ensure_account_key(issuer)
+    cert = make_certificate("c", issuer, dnsNames=names)
+    csr = build_csr(generate_private_key({"algorithm": "ECDSA"}), {"dnsNames": names})
+    return CertificateRequest.objects.create(
+        name="c-1",
+        issuer=issuer,
+        certificate=cert,
+        revision=1,
+        spec={"request": csr, "issuerRef": {"name": "fake"}},
+        approval="Approved",
+    )
+
+
+def test_sign_creates_one_order_and_waits(ca: FakeCA) -> None:
+    request = make_request(ca, ["a.example.test", "b.example.test"])
+    first = acme_issuer.sign(request)
+    again = acme_issuer.sign(request)
+    assert first.state == again.state == SignState.PENDING
+    assert first.requeue_after is None  # the order wakes the request
+    order = Order.objects.get(request=request)
+    assert Order.objects.count() == 1
+    assert order.spec["dnsNames"] == ["a.example.test", "b.example.test"]
+    assert order.spec["request"] == "c-1"
+    assert order.due_at is not None
+
+
+def test_ca_refusal_fails_the_order_and_the_request_with_the_problem(ca: FakeCA) -> None:
+    request = make_request(ca, ["a.example.test"])
+    acme_issuer.sign(request)
+    order = Order.objects.get(request=request)
+    ca.on("/new-order", problem(400, "rejectedIdentifier", "a.example.test is forbidden"))
+    orders.reconcile(order)
+    order.refresh_from_db()
+    assert order.state == "errored"
+    assert order.reason == (
+        "urn:ietf:params:acme:error:rejectedIdentifier: a.example.test is forbidden"
+    )
+    assert order.failure_time is not None
+    outcome = acme_issuer.sign(request)
+    assert outcome.state == SignState.FAILED
+    assert outcome.reason == "OrderFailed: urn:ietf:params:acme:error:rejectedIdentifier"
+    assert "a.example.test is forbidden" in outcome.message
+
+
+def test_no_matching_solver_is_an_errored_order_without_calling_the_ca(ca: FakeCA) -> None:
+    solvers = [{"selector": {"dnsZones": ["example.org"]}, "http01": {}}]
+    request = make_request(ca, ["*.example.test"], solvers)
+    acme_issuer.sign(request)
+    order = Order.objects.get(request=request)
+    orders.reconcile(order)
+    order.refresh_from_db()
+    assert order.state == "errored"
+    assert "no configured challenge solver" in order.reason
+    assert "*.example.test" in order.reason
+    assert ca.hits["/new-order"] == 0
+    outcome = acme_issuer.sign(request)
+    assert outcome.state == SignState.FAILED
+
+
+def test_paused_ca_is_not_attempted(ca: FakeCA) -> None:
+    request = make_request(ca, ["a.example.test"])
+    acme_issuer.sign(request)
+    order = Order.objects.get(request=request)
+    ratelimit.record_pause(ca.directory_url, timedelta(seconds=90), "rateLimited")
+    with pytest.raises(TemporaryError) as info:
+        orders.reconcile(order)
+    assert info.value.delay is not None
+    assert info.value.delay > timedelta(seconds=80)
+    order.refresh_from_db()
+    assert order.create_attempted_at is None
+    assert ca.hits["/new-order"] == 0
+
+
+def test_lost_account_registers_again(ca: FakeCA) -> None:
+    request = make_request(ca, ["a.example.test"])
+    acme_issuer.sign(request)
+    order = Order.objects.get(request=request)
+    ca.on("/new-order", problem(400, "accountDoesNotExist", "no such account"))
+    with pytest.raises(TemporaryError, match="registering again"):
+        orders.reconcile(order)
+    issuer = Issuer.objects.get(name="fake")
+    cond = issuer.get_condition("Ready")
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("False", "ErrAccountNotFound")
+    order.refresh_from_db()
+    assert not order.is_final
+
+    ca.on("/acct", problem(400, "accountDoesNotExist", "no such account"))
+    ca.on("/acct", Reply(201, {"status": "valid"}, {"Location": f"{ca.base}/acct/2"}))
+    # Registered for this config: onlyReturnExisting first (refused), then a new account.
+    issuer.acme_account_fingerprint = account_config(issuer).fingerprint()
+    issuer.save()
+    acme_issuer.reconcile_issuer(issuer)
+    issuer.refresh_from_db()
+    assert issuer.is_ready
+    assert issuer.acme_account_uri == f"{ca.base}/acct/2"
+    assert ca.hits["/acct"] == 2
