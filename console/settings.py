@@ -108,6 +108,10 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+if os.environ.get("PYTEST_VERSION"):
+    # Tests make hundreds of users; full-strength hashing would dominate the suite's time.
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
