@@ -40,6 +40,12 @@ def wait_for_db(check: Callable[[], bool], timeout: float = 30) -> None:
     raise AssertionError("condition not reached in the database")
 
 
+@pytest.fixture(autouse=True)
+def app(server: str) -> str:
+    """Every test here runs against the app with default settings, started up front."""
+    return server
+
+
 @pytest.fixture
 def issuers(db: Any) -> None:
     apply_issuer("selfsigned", {"selfSigned": {}}, actor="test")
