@@ -153,10 +153,11 @@ def run(args: argparse.Namespace) -> int:
             raise RuntimeError(setup.log())
         web = start_uvicorn(workdir, http_port, env)
         procs.append(web)
-        if args.profile:
+        if args.profile or args.keep_connections:
+            extra = ["--keep-connections"] if args.keep_connections else []
             worker = start_process(
                 "worker",
-                [sys.executable, "bench/profiled_worker.py", args.profile],
+                [sys.executable, "bench/profiled_worker.py", args.profile, *extra],
                 workdir,
                 env=env,
             )
@@ -272,6 +273,11 @@ def main() -> int:
     parser.add_argument("--single", type=int, default=3, help="single-certificate runs")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--profile", default="", help="write a cProfile of the worker here")
+    parser.add_argument(
+        "--keep-connections",
+        action="store_true",
+        help="experiment: worker threads keep their DB connection (see bench/profiled_worker.py)",
+    )
     parser.add_argument("--trace", default="", help="ISSUANCE_RECONCILE_TRACE file (per item)")
     return run(parser.parse_args())
 

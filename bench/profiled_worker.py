@@ -1,6 +1,8 @@
 """`manage.py reconcile` with every reconcile thread profiled (cProfile per thread, merged).
 
     python bench/profiled_worker.py OUT.prof     (bench/issue_many.py --profile OUT.prof)
+    python bench/profiled_worker.py "" --keep-connections   (an experiment: threads keep
+        their database connection instead of reconnecting for every item)
 
 Stops on SIGTERM/SIGINT like the real command and then writes the merged profile.
 """
@@ -27,10 +29,14 @@ from issuance import worker as worker_module  # noqa: E402
 
 _profiles: dict[int, cProfile.Profile] = {}
 _lock = threading.Lock()
+PROFILE = bool(sys.argv[1:] and sys.argv[1])
 _original = worker_module.Worker.process
 
 
 def _profiled(self: Any, ctrl: Any, claim: Any) -> None:
+    if not PROFILE:
+        _original(self, ctrl, claim)
+        return
     ident = threading.get_ident()
     with _lock:
         profile = _profiles.setdefault(ident, cProfile.Profile())
@@ -44,6 +50,8 @@ def _profiled(self: Any, ctrl: Any, claim: Any) -> None:
 def main() -> None:
     out = sys.argv[1]
     worker_module.Worker.process = _profiled  # type: ignore[method-assign]
+    if "--keep-connections" in sys.argv:
+        worker_module.Worker._process_in_thread = worker_module.Worker.process  # type: ignore[method-assign]
     worker = worker_module.Worker()
     stop = threading.Event()
 
@@ -60,7 +68,7 @@ def main() -> None:
             stats = pstats.Stats(profile)
         else:
             stats.add(profile)
-    if stats is not None:
+    if stats is not None and out:
         stats.dump_stats(out)
 
 

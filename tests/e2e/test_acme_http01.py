@@ -248,3 +248,22 @@ def test_worker_killed_mid_order_finishes_without_a_second_order(
     from issuance.models import Event
 
     assert Event.objects.filter(kind="Order", name=order.name, reason="OrderRecovered").exists()
+
+
+def test_preferred_chain_picks_the_alternate_root(
+    acme_stack: Callable[..., AcmeStack], drive: Any
+) -> None:
+    stack = acme_stack(pebble_env={"PEBBLE_ALTERNATE_ROOTS": "1"})
+    roots = [x509.load_pem_x509_certificate(p.encode()) for p in stack.pebble.roots()]
+    assert len(roots) == 2
+    cns = [r.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value for r in roots]
+    for index, cn in enumerate(cns):
+        issuer = stack.make_issuer(f"chain-{index}", preferredChain=str(cn))
+        make_certificate(
+            f"chain-{index}", issuer, dnsNames=[f"chain{index}.example.test"], privateKey=ECDSA
+        )
+    drive(lambda: ready("chain-0")() and ready("chain-1")(), timeout=120)
+    for index in range(2):
+        chain = assert_issued(stack, f"chain-{index}", [f"chain{index}.example.test"])
+        anchor = verify_chain(chain, stack.pebble.roots())
+        assert anchor.subject == roots[index].subject
