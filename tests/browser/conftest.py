@@ -19,11 +19,6 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-# Playwright's sync API keeps an asyncio loop on the main thread; the ORM calls the tests
-# make between browser steps are still synchronous, so Django's async guard is lifted here
-# (only in this test process, never in the server).
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
@@ -91,7 +86,16 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: 
 
 
 @pytest.fixture(autouse=True)
-def role_groups(transactional_db: Any) -> None:
+def sync_orm_beside_playwright(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Playwright's sync API keeps an asyncio loop marked running on the main thread while a
+    browser is open, so Django's async guard would refuse the (synchronous) ORM calls the
+    tests make between browser steps. Lifted for browser tests only; the browser itself is
+    closed after each module, so later tests run with the guard on."""
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(autouse=True)
+def role_groups(sync_orm_beside_playwright: None, transactional_db: Any) -> None:
     """Transactional tests flush the tables between tests, the migration's groups included."""
     from django.contrib.auth.models import Group
 
@@ -156,7 +160,7 @@ def server(start_server: Callable[..., str]) -> str:
     return start_server()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
