@@ -245,7 +245,10 @@ def test_issuers_orders_challenges_pages(client_for: ClientFor, issuer: Issuer) 
                 "server": "https://acme.example.test/dir",
                 "solvers": [
                     {"http01": {}},
-                    {"selector": {"dnsZones": ["example.test"]}, "dns01": {"rfc2136": {}}},
+                    {
+                        "selector": {"dnsZones": ["example.test"]},
+                        "dns01": {"rfc2136": {"tsigSecret": "s3cr3t-tsig-value"}},
+                    },
                 ],
             }
         },
@@ -262,6 +265,7 @@ def test_issuers_orders_challenges_pages(client_for: ClientFor, issuer: Issuer) 
     assert "HTTP-01: default" in issuers
     assert "DNS-01 (rfc2136): dnsZones example.test" in issuers
     assert "selfsigned" in issuers
+    assert "s3cr3t-tsig-value" not in issuers  # solver secrets are never shown
 
     orders = client.get("/orders/").content.decode()
     assert order.name in orders
