@@ -126,3 +126,21 @@ def test_crash_after_failure_recorded_counts_once() -> None:
     Worker(threads=1).run_once()
     cert.refresh_from_db()
     assert cert.state == CertificateState.READY and cert.revision == 2
+
+
+def test_crash_at_every_checkpoint_in_turn() -> None:
+    """One issuance that dies at each checkpoint in turn, restarting after every death."""
+    cert = make_certificate("unlucky", make_ca_issuer(), privateKey=EC)
+    keys = set()
+    for checkpoint in HAPPY_PATH:
+        expire_leases()
+        crash_at(checkpoint)
+        cert.refresh_from_db()
+        if cert.next_private_key:
+            keys.add(cert.next_private_key)
+    restart()
+    cert.refresh_from_db()
+    assert cert.state == CertificateState.READY and cert.revision == 1
+    assert len(keys) == 1  # one key from the first store to the end
+    request = CertificateRequest.objects.get(certificate=cert)
+    assert csr_key_der(request) == key_der(keys.pop())
