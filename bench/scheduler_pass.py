@@ -27,6 +27,7 @@ os.environ.setdefault("SECRET_KEY", "bench-only-secret")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
 QUEUED = int(os.environ.get("BENCH_QUEUED", "100000"))
+HISTORY = int(os.environ.get("BENCH_HISTORY", "50000"))
 ISSUERS = 4
 RUNS = 7
 
@@ -96,6 +97,29 @@ def main() -> None:
         )
         for n in range(20)
     ]
+    # An issuer with a long history (finished challenges) and nothing queued: finding the
+    # issuers with queued work must not walk its history.
+    old_issuer = Issuer.objects.create(name="bench-history", kind="acme", spec={"acme": {}})
+    old_request = CertificateRequest.objects.create(
+        name="bench-history", issuer=old_issuer, spec={"request": ""}
+    )
+    history = Order.objects.create(name="bench-history", request=old_request, issuer=old_issuer)
+    rows += [
+        Challenge(
+            name=f"bench-history-{n}",
+            order_id=history.pk,
+            issuer_id=old_issuer.pk,
+            dns_name=f"old{n}.example.net",
+            type="dns-01",
+            authorization_url=f"https://ca.test/authz/history-{n}",
+            token=f"history{n}",
+            spec={"type": "dns-01"},
+            created_at=now - timedelta(days=30, seconds=n),
+            finished=True,
+            state="valid",
+        )
+        for n in range(HISTORY)
+    ]
     for n in range(QUEUED + cap):
         order = orders[n % ISSUERS]
         # Every 10th challenge repeats an earlier name: duplicate (dnsName, type) keys.
@@ -151,7 +175,6 @@ def main() -> None:
     )
     print(f"queued now: {Challenge.objects.filter(finished=False, processing=False).count()}")
 
-    from django.db.models import Exists, OuterRef
     from django.test.utils import CaptureQueriesContext
 
     running = list(Challenge.objects.filter(processing=True).values_list("pk", flat=True)[:40])
@@ -162,26 +185,19 @@ def main() -> None:
     for q in queries.captured_queries:
         print(f"  {float(q['time']) * 1000:6.2f} ms  {q['sql'][:90]}")
 
-    def explain(title: str, qs: Any) -> str:
-        sql, params = qs.query.sql_with_params()
+    def explain_sql(title: str, sql: str, params: list[Any]) -> str:
         with connection.cursor() as cursor:
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
             plan = "\n".join(r[0] for r in cursor.fetchall())
         print(f"\nEXPLAIN ANALYZE {title}:\n{plan}")
         return plan
 
-    queued = Challenge.objects.filter(issuer=OuterRef("pk"), finished=False, processing=False)
-    plans = explain(
-        "issuers with queued work",
-        Issuer.objects.filter(Exists(queued)).values_list("pk", flat=True),
-    )
+    plans = explain_sql("issuers with queued work (loose index scan)", scheduler.issuers_sql(), [])
     issuer_ids = list(Issuer.objects.filter(name__startswith="bench-").values_list("pk", flat=True))
     sql, params = scheduler.candidates_sql(issuer_ids, 40)
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
-        plan = "\n".join(r[0] for r in cursor.fetchall())
-    print(f"\nEXPLAIN ANALYZE every issuer's candidates (one UNION ALL query):\n{plan}")
-    plans += plan
+    plans += explain_sql(
+        "every issuer's candidates, incl. one with only history (UNION ALL)", sql, params
+    )
     print()
     for index in (
         "chal_queued_issuer",
@@ -191,6 +207,8 @@ def main() -> None:
     ):
         print(f"uses {index}: {index in plans}")
     assert "Seq Scan on issuance_challenge" not in plans, "a plan scans the whole table"
+    assert "chal_queued_age" not in plans, "a plan walks the global queue"
+    assert "issuance_challenge_issuer_id" not in plans, "a plan walks an issuer's history"
 
 
 if __name__ == "__main__":

@@ -195,14 +195,35 @@ def _candidates_portable(limit: int) -> dict[int, list[Candidate]]:
     return queues
 
 
-# The rules of eligible_queryset() for one issuer, as SQL: its oldest `limit` eligible
-# challenges. One such branch per issuer, glued with UNION ALL, so every issuer's walk is
-# planned with its own id (chal_queued_issuer for a small queue, chal_queued_age for a
-# large one); the NOT EXISTS probes use chal_queued_key and chal_processing_key.
+# PostgreSQL: both statements are written so that only chal_queued_issuer can answer them.
+# Planner estimates cannot be trusted here: issuer and "queued" are correlated (an issuer
+# with a long history of finished challenges looks like it has a long queue), and with a
+# wrong guess the planner walks the whole queue or an issuer's whole history.
+#
+# Issuers with queued work: a loose index scan (one index probe per issuer), in issuer order;
+# ordering by the full index key leaves the foreign-key index (issuer_id only) no way in.
+_ISSUERS_SQL = """
+WITH RECURSIVE t(issuer_id) AS (
+    (SELECT issuer_id FROM {challenge}
+     WHERE NOT finished AND NOT processing ORDER BY issuer_id, created_at, id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT c.issuer_id FROM {challenge} c
+            WHERE NOT c.finished AND NOT c.processing AND c.issuer_id > t.issuer_id
+            ORDER BY c.issuer_id, c.created_at, c.id LIMIT 1)
+    FROM t WHERE t.issuer_id IS NOT NULL
+)
+SELECT issuer_id FROM t WHERE issuer_id IS NOT NULL
+"""
+
+# One issuer's oldest `limit` eligible challenges (the rules of eligible_queryset()); one
+# branch per issuer, glued with UNION ALL. The issuer is a range, not an equality, so that
+# ORDER BY issuer_id, created_at, id is satisfied by chal_queued_issuer alone (with an
+# equality the planner may walk chal_queued_age filtering by issuer instead). The NOT EXISTS
+# probes use chal_queued_key and chal_processing_key.
 _BRANCH_SQL = """(
     SELECT q.id, q.issuer_id, q.created_at
     FROM {challenge} q
-    WHERE q.issuer_id = %s AND NOT q.finished AND NOT q.processing
+    WHERE q.issuer_id >= %s AND q.issuer_id <= %s AND NOT q.finished AND NOT q.processing
       AND NOT EXISTS (
         SELECT 1 FROM {challenge} o
         WHERE NOT o.finished AND NOT o.processing
@@ -211,16 +232,24 @@ _BRANCH_SQL = """(
       AND NOT EXISTS (
         SELECT 1 FROM {challenge} p
         WHERE p.processing AND p.dns_name = q.dns_name AND p.type = q.type)
-    ORDER BY q.created_at, q.id
+    ORDER BY q.issuer_id, q.created_at, q.id
     LIMIT %s
 )"""
 
 
+def _table() -> str:
+    return connection.ops.quote_name(Challenge._meta.db_table)
+
+
+def issuers_sql() -> str:
+    return _ISSUERS_SQL.format(challenge=_table())
+
+
 def candidates_sql(issuer_ids: Sequence[int], limit: int) -> tuple[str, list[int]]:
-    branch = _BRANCH_SQL.format(challenge=connection.ops.quote_name(Challenge._meta.db_table))
+    branch = _BRANCH_SQL.format(challenge=_table())
     params: list[int] = []
     for issuer_id in issuer_ids:
-        params += [issuer_id, limit]
+        params += [issuer_id, issuer_id, limit]
     return "\nUNION ALL\n".join([branch] * len(issuer_ids)), params
 
 
@@ -228,12 +257,13 @@ def _candidates(limit: int) -> dict[int, list[Candidate]]:
     """Each issuer's eligible candidates, oldest first, at most `limit` each."""
     if connection.vendor != "postgresql":
         return _candidates_portable(limit)
-    issuer_ids = _issuers_with_queued_work()
-    if not issuer_ids:
-        return {}
-    sql, params = candidates_sql(issuer_ids, limit)
     queues: dict[int, list[Candidate]] = {}
     with connection.cursor() as cursor:
+        cursor.execute(issuers_sql())
+        issuer_ids = [row[0] for row in cursor.fetchall()]
+        if not issuer_ids:
+            return {}
+        sql, params = candidates_sql(issuer_ids, limit)
         cursor.execute(sql, params)
         for row in cursor.fetchall():
             candidate = Candidate(*row)
