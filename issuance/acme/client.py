@@ -20,7 +20,6 @@ import collections
 import contextlib
 import hashlib
 import logging
-import math
 import tempfile
 import threading
 import urllib.request
@@ -38,10 +37,8 @@ from acme.client import ClientNetwork
 from acme.jws import Header
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.x509.oid import NameOID
 from django.conf import settings
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from josepy.errors import DeserializationError
 from josepy.interfaces import JSONDeSerializable
 from josepy.jwa import ES256, RS256
@@ -51,6 +48,7 @@ from requests.adapters import HTTPAdapter
 from requests.utils import parse_header_links
 
 from issuance.acme import ratelimit
+from issuance.acme.certs import ari_cert_id, chain_matches, parse_renewal_info
 from issuance.acme.errors import (
     BAD_NONCE,
     RATE_LIMITED,
@@ -508,48 +506,6 @@ class AcmeClient:
         url = f"{str(base).rstrip('/')}/{ari_cert_id(cert_pem)}"
         response = self._send(lambda: self._net._send_request("GET", url), url, retry_timeout=True)
         return parse_renewal_info(_json(response, url))
-
-
-# -- helpers that need no network (unit tested directly) ---------------------------------
-
-
-def _issuer_cn(cert: x509.Certificate) -> str:
-    values = cert.issuer.get_attributes_for_oid(NameOID.COMMON_NAME)
-    return str(values[0].value) if values else ""
-
-
-def chain_matches(chain_pem: str, preferred: str) -> bool:
-    """True if the chain's top certificate is issued by (or is) the CA named `preferred`."""
-    from issuance.pki.x509 import split_pem_chain
-
-    blocks = split_pem_chain(chain_pem)
-    if not blocks:
-        return False
-    top = x509.load_pem_x509_certificate(blocks[-1].encode())
-    subject_cns = [str(a.value) for a in top.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
-    return _issuer_cn(top) == preferred or preferred in subject_cns
-
-
-def ari_cert_id(cert_pem: str) -> str:
-    """RFC 9773 certificate identifier: base64url(AKI keyIdentifier) "." base64url(serial)."""
-    from issuance.pki.x509 import load_leaf
-
-    cert = load_leaf(cert_pem)
-    aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
-    if aki.key_identifier is None:
-        raise ValueError("certificate has no authority key identifier")
-    serial = cert.serial_number
-    serial_bytes = serial.to_bytes(math.ceil((serial.bit_length() + 1) / 8), "big", signed=True)
-    return f"{_b64(aki.key_identifier)}.{_b64(serial_bytes)}"
-
-
-def parse_renewal_info(body: dict[str, Any]) -> tuple[datetime, datetime] | None:
-    window = body.get("suggestedWindow") or {}
-    start = parse_datetime(str(window.get("start") or ""))
-    end = parse_datetime(str(window.get("end") or ""))
-    if start is None or end is None or end < start:
-        return None
-    return start, end
 
 
 # -- one client per issuer account -----------------------------------------------------

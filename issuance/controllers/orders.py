@@ -310,7 +310,7 @@ def _check_challenges(order: Order, client: AcmeClient) -> Result:
     return _sync(order, client.get_order(order.url))
 
 
-def _sync(order: Order, acme: dict[str, Any]) -> Result:
+def _sync(order: Order, acme: dict[str, Any], *, event_reason: str = "", note: str = "") -> Result:
     state = _state(acme)
     changed = state != order.state
     order.state = state
@@ -326,7 +326,11 @@ def _sync(order: Order, acme: dict[str, Any]) -> Result:
         return _fail(order, state, reason)
     if changed:
         order.save(update_fields=["state", "certificate_url", "finalize_url", "updated_at"])
-        _event(order, f"Order{state.capitalize()}", f"ACME order is {state}")
+        # "valid" is announced by the download's "Complete" a moment later.
+        if state != OrderState.VALID or event_reason:
+            _event(
+                order, event_reason or f"Order{state.capitalize()}", f"{note}ACME order is {state}"
+            )
     if state == OrderState.PENDING:
         # The CA has not caught up with the valid authorizations yet.
         return Result.after(timedelta(seconds=1))
@@ -344,9 +348,8 @@ def _finalize(order: Order, client: AcmeClient) -> Result:
             # A finalize that went through before a timeout/crash: see where it stands.
             return _sync(order, client.get_order(order.url))
         return _fail(order, OrderState.INVALID, problem_reason(exc.type, exc.detail))
-    _event(order, "Finalized", "Sent the CSR to finalize the ACME order")
     acme["url"] = order.url
-    return _sync(order, acme)
+    return _sync(order, acme, event_reason="Finalized", note="Sent the CSR to finalize; ")
 
 
 def _processing_delay(order: Order) -> timedelta:
