@@ -192,6 +192,19 @@ def test_approve_from_queue_and_issuing_while_waiting(
     assert "by approver" in operator.locator("#certificate-timeline").inner_text()
     screenshot(operator, "ready-after-approval")
 
+    # Force renew: the new request waits for a person again, so Issuing stays visible.
+    operator.click("#force-renew")
+    operator.wait_for_url(re.compile(r"/certificates/vault/$"))
+    operator.locator("#certificate-status .badge", has_text="Issuing").first.wait_for(
+        timeout=30_000
+    )
+    operator.locator("#certificate-chain", has_text="vault-2").wait_for(timeout=30_000)
+    assert (
+        "re-issuance manually triggered by operator"
+        in operator.locator("#certificate-timeline").inner_text()
+    )
+    screenshot(operator, "issuing-after-force-renew")
+
 
 def test_viewer_sees_no_action_buttons(
     new_page: NewPage, screenshot: Shot, role_users: dict[str, User], issuers: None
