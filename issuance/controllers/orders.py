@@ -44,7 +44,8 @@ from issuance.models import (
     Order,
     OrderState,
 )
-from issuance.pki.x509 import split_pem_chain
+from issuance.pki.csr import parse_csr
+from issuance.pki.x509 import cert_info, split_pem_chain
 
 log = logging.getLogger("issuance.orders")
 
@@ -374,6 +375,14 @@ def _download(order: Order, client: AcmeClient) -> Result:
     pem = client.download_certificate(order.certificate_url, preferred)
     if not split_pem_chain(pem):
         return _fail(order, OrderState.ERRORED, "the CA returned no PEM certificate chain")
+    if cert_info(pem).public_key_der != parse_csr(order.request.csr_pem).public_key_der:
+        # A CA that reuses pending orders (Let's Encrypt) may hand the same order to two
+        # requests for the same names; only the one that finalized it may take the result.
+        return _fail(
+            order,
+            OrderState.ERRORED,
+            "the ACME order was finalized with another CSR (the CA reused the order)",
+        )
     order.certificate_pem = pem
     order.reason = ""
     order.save(update_fields=["certificate_pem", "reason", "updated_at"])

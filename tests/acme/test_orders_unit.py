@@ -141,3 +141,23 @@ def test_lost_account_registers_again(ca: FakeCA) -> None:
     assert issuer.is_ready
     assert issuer.acme_account_uri == f"{ca.base}/acct/2"
     assert ca.hits["/acct"] == 2
+
+
+def test_a_certificate_for_another_key_is_refused(ca: FakeCA) -> None:
+    """A CA that reuses orders may return a chain finalized with another request's CSR."""
+    from tests.acme.pki import make_chain
+
+    request = make_request(ca, ["a.example.test"])
+    acme_issuer.sign(request)
+    order = Order.objects.get(request=request)
+    Order.objects.filter(pk=order.pk).update(
+        url=f"{ca.base}/order/9", state="valid", certificate_url=f"{ca.base}/cert/9"
+    )
+    ca.default["/cert/9"] = Reply(200, make_chain("a.example.test", "I", "R"))
+    order.refresh_from_db()
+    orders.reconcile(order)
+    order.refresh_from_db()
+    assert order.state == "errored"
+    assert "another CSR" in order.reason
+    assert order.certificate_pem == ""
+    assert acme_issuer.sign(request).state == SignState.FAILED
