@@ -35,14 +35,18 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def django_db_modify_db_settings() -> None:
-    """The server is another process, so an SQLite test database must be a file."""
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The server is another process, so an SQLite test database must be a file when browser
+    tests run. Decided after collection and deselection (and before any database exists),
+    so a run without browser tests keeps the in-memory test database."""
+    if not any(item.get_closest_marker("browser") for item in items):
+        return
     db = settings.DATABASES["default"]
     if db["ENGINE"].endswith("sqlite3") and not (db.get("TEST") or {}).get("NAME"):
-        db.setdefault("TEST", {})["NAME"] = str(
-            ROOT / "var" / f"test-browser-{os.getpid()}.sqlite3"
-        )
+        name = ROOT / "var" / f"test-browser-{os.getpid()}.sqlite3"
+        name.parent.mkdir(exist_ok=True)
+        db.setdefault("TEST", {})["NAME"] = str(name)
 
 
 def _database_url() -> str:
@@ -52,7 +56,7 @@ def _database_url() -> str:
         if name.startswith("file:") or name == ":memory:":
             pytest.fail(
                 "browser tests need a file SQLite test database shared with the server "
-                "process: run them alone or set SQLITE_TEST_NAME=var/test-browser.sqlite3"
+                "process: set SQLITE_TEST_NAME=var/test-browser.sqlite3"
             )
         return f"sqlite:///{name}"
     user = quote(str(db.get("USER") or ""))
