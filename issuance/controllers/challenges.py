@@ -28,7 +28,7 @@ from django.utils import timezone
 from issuance import events, wakeup
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.controllers.base import PermanentError, Result, TemporaryError
-from issuance.models import Challenge, ChallengeState, Event
+from issuance.models import Challenge, ChallengeState, Event, OrderState
 from issuance.solvers.base import Solver, SolverConfigError
 from issuance.solvers.registry import solver_for
 
@@ -272,6 +272,11 @@ def reconcile(challenge: Challenge) -> Result:
 
 
 def _step(challenge: Challenge) -> Result:
+    order = challenge.order
+    if order.is_final and order.state != OrderState.VALID:
+        # The order failed (another name's challenge, the CA, a timeout): stop working for it
+        # and give the slot back, as cert-manager does by deleting the order's challenges.
+        return finish(challenge, ChallengeState.ERRORED, f"the order is {order.state}")
     if not challenge.state:
         return _sync(challenge)
     if challenge.state == ChallengeState.PENDING:

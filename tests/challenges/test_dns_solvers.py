@@ -254,3 +254,29 @@ def test_self_check_resolver_uses_configured_nameservers(bind, settings):
     assert resolve_addresses("example.org") == ["127.0.0.1"]
     with pytest.raises(dns.resolver.NoNameservers):
         resolve_addresses("www.not-served.test")  # BIND refuses names outside its zones
+
+
+def test_challenge_of_a_failed_order_stops_and_cleans_up(bind, order, settings):
+    settings.SELF_CHECK_NAMESERVERS = [bind.address]
+    chal = dns_challenge(
+        order,
+        "orphan.example.test",
+        rfc2136_solver_config(bind),
+        "k10.thumb",
+        processing=True,
+        state="pending",
+    )
+    controller.reconcile(chal)  # presents
+    assert bind.txt("_acme-challenge.orphan.example.test") == [dns01_txt_value("k10.thumb")]
+    type(order).objects.filter(pk=order.pk).update(state="invalid", reason="other name failed")
+    chal.refresh_from_db()
+    assert controller.reconcile(chal).requeue_after is not None  # finished; cleanup next
+    chal.refresh_from_db()
+    assert (chal.state, chal.reason, chal.finished, chal.processing) == (
+        "errored",
+        "the order is invalid",
+        True,
+        False,
+    )
+    controller.reconcile(chal)
+    assert bind.txt("_acme-challenge.orphan.example.test") == []
