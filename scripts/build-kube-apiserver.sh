@@ -70,8 +70,9 @@ if [ -z "$SRCDIR" ] || [ ! -f "$SRCDIR/Makefile" ]; then
   DSC=$(ls "$WORK"/kubernetes_*.dsc | head -n1)
   log "unpacking $(basename "$DSC")"
   rm -rf "$WORK/src"
-  # --skip-patches: Debian's patches adapt the tree to Debian's packaged Go libraries;
-  # the upstream tree with vendor/ builds as it is.
+  # --skip-patches: Debian's three patches (table printing and CVE-2021-25743, terminal
+  # escapes in kubectl output) touch only kubectl/cli-runtime, not kube-apiserver; the
+  # upstream tree with its vendor/ directory builds as it is.
   (cd "$WORK" && dpkg-source --no-check --skip-patches -x "$DSC" src >&2)
   SRCDIR=$WORK/src
 fi
