@@ -25,10 +25,6 @@ from issuance.models import Certificate
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.live.conftest import session_cookie
 
-# Playwright's sync API keeps an asyncio loop on this thread; the ORM calls between browser
-# steps are synchronous all the same (the server runs in its own thread).
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -104,10 +100,21 @@ def browser() -> Iterator[Any]:
 
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install the Debian chromium package")
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    # Playwright's sync API keeps an asyncio loop on this thread while the browser is open;
+    # the ORM calls between browser steps (and the test database flush) are synchronous all
+    # the same. Django's async guard is lifted for exactly that span.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as pw:
+            chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            yield chromium
+            chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
