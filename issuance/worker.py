@@ -87,6 +87,7 @@ class Worker:
         )
         self._trace = os.environ.get("ISSUANCE_RECONCILE_TRACE", "")
         self._turn = 0
+        self._renewed = time.monotonic()
 
     # -- claiming ------------------------------------------------------------------------
 
@@ -190,15 +191,36 @@ class Worker:
             for ctrl, claim in items:
                 self.process(ctrl, claim)
             return
-        futures = [self._pool.submit(self._process_in_thread, c, cl) for c, cl in items]
+        inflight: dict[Future[None], tuple[Controller, Claim]] = {
+            self._pool.submit(self._process_in_thread, c, cl): (c, cl) for c, cl in items
+        }
         crash: BaseException | None = None
-        for future in futures:
-            try:
-                future.result()
-            except BaseException as exc:  # a simulated crash: re-raised after the batch
-                crash = crash or exc
+        while inflight:
+            done, _ = wait(inflight, timeout=SLICE, return_when=FIRST_COMPLETED)
+            for future in done:
+                del inflight[future]
+                try:
+                    future.result()
+                except BaseException as exc:  # a simulated crash: re-raised after the batch
+                    crash = crash or exc
+            self._renew_leases(inflight)
         if crash is not None:
             raise crash
+
+    def _renew_leases(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> None:
+        """Extend the leases of long reconciles, so no other worker takes them meanwhile."""
+        lease: timedelta = settings.WORKER_LEASE
+        if not inflight or time.monotonic() - self._renewed < lease.total_seconds() / 3:
+            return
+        self._renewed = time.monotonic()
+        by_model: dict[type[Model], list[Any]] = {}
+        for ctrl, claim in inflight.values():
+            by_model.setdefault(ctrl.model, []).append(claim.pk)
+        until = timezone.now() + lease
+        for model, pks in by_model.items():
+            model._default_manager.filter(  # type: ignore[attr-defined]
+                pk__in=pks, lease_owner=self.worker_id
+            ).update(lease_until=until)
 
     def _process_in_thread(self, ctrl: Controller, claim: Claim) -> None:
         try:
@@ -275,7 +297,7 @@ class Worker:
             self._stop = stop
         listener = Listener() if connection.vendor == "postgresql" else None
         watcher = SqliteWatcher() if connection.vendor == "sqlite" else None
-        inflight: set[Future[None]] = set()
+        inflight: dict[Future[None], tuple[Controller, Claim]] = {}
         log.info("worker %s started (%d threads)", self.worker_id, self.threads)
         try:
             while not self._stop.is_set():
@@ -284,6 +306,7 @@ class Worker:
                     if watcher is not None:
                         watcher.mark()
                     self._reap(inflight)
+                    self._renew_leases(inflight)
                     did = self.run_steps()
                     if self._fill(inflight) or did:
                         continue
@@ -304,15 +327,17 @@ class Worker:
                 if due is not None:
                     pause = min(IDLE_CAP, max(0.0, (due - timezone.now()).total_seconds()))
                 self._sleep(pause, listener, watcher)
-            wait(inflight)
-            self._reap(inflight)
+            while inflight:  # stopping: finish what is in flight, keeping its leases
+                wait(inflight, timeout=SLICE)
+                self._reap(inflight)
+                self._renew_leases(inflight)
         finally:
             if listener is not None:
                 listener.close()
             self.close()
             log.info("worker %s stopped", self.worker_id)
 
-    def _fill(self, inflight: set[Future[None]]) -> bool:
+    def _fill(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> bool:
         """Claim up to the free threads' worth of due rows and start them. True if any."""
         free = self.threads - len(inflight) if self._pool is not None else self.batch
         if free <= 0:
@@ -330,14 +355,15 @@ class Worker:
                 self.process(ctrl, claim)
         else:
             for ctrl, claim in items:
-                inflight.add(self._pool.submit(self._process_in_thread, ctrl, claim))
+                future = self._pool.submit(self._process_in_thread, ctrl, claim)
+                inflight[future] = (ctrl, claim)
         self.processed += len(items)
         return bool(items)
 
-    def _reap(self, inflight: set[Future[None]]) -> None:
+    def _reap(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> None:
         """Forget finished items; a crash in a thread (SimulatedCrash) ends the worker."""
         for future in [f for f in inflight if f.done()]:
-            inflight.discard(future)
+            del inflight[future]
             future.result()
 
     def _sleep(

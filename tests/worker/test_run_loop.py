@@ -141,3 +141,55 @@ def test_slow_item_does_not_block_the_others() -> None:
     assert not thread.is_alive()
     assert done[-1] == "slow"  # finished before the worker stopped
     assert not Certificate.objects.exclude(lease_owner="").exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("mode", ["run", "run_once"])
+def test_long_reconcile_keeps_its_lease(mode: str) -> None:
+    """A reconcile longer than WORKER_LEASE is not taken over: its lease is extended."""
+    from datetime import timedelta
+
+    from django.test import override_settings
+
+    from issuance.controllers.base import Result
+    from issuance.controllers.registry import Controller
+
+    cert = make_certificate("long", make_selfsigned_issuer())
+    finished = threading.Event()
+
+    def reconcile(c: Certificate) -> Result:
+        time.sleep(2.5)
+        finished.set()
+        return Result.done()
+
+    with override_settings(WORKER_LEASE=timedelta(seconds=1)):
+        worker = Worker(threads=2, worker_id="holder")
+        worker.controllers = [Controller("test", Certificate, reconcile)]
+        worker.steps = []
+        stop = threading.Event()
+
+        def target() -> None:
+            try:
+                if mode == "run":
+                    worker.run(stop)
+                else:
+                    worker.run_once()
+                    worker.close()
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        other = Worker(threads=1, worker_id="thief")
+        other.controllers = worker.controllers
+        stolen = []
+        assert wait_for(lambda: Certificate.objects.filter(lease_owner="holder").exists(), 10)
+        while not finished.is_set():
+            stolen += other.claim(other.controllers[0], 10)
+            time.sleep(0.1)
+        stop.set()
+        worker.stop()
+        thread.join(10)
+    assert stolen == []
+    cert.refresh_from_db()
+    assert cert.lease_owner == "" and cert.due_at is None
