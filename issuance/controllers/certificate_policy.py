@@ -121,19 +121,25 @@ def csr_mismatch(cert: Certificate, csr: CSRInfo) -> str:
     return ""
 
 
+def _duration(value: object) -> object:
+    """Compare durations by value, so `2160h` and `2160h0m0s` are the same request."""
+    try:
+        return parse_duration(str(value or DEFAULT_DURATION))
+    except DurationError:
+        return value
+
+
 def request_mismatch(cert: Certificate, request: CertificateRequest) -> str:
     """How an existing request differs from what the spec asks for now ("" when it matches)."""
     if request.issuer_id != cert.issuer_id:
         return f"issuer changed from {request.issuer.name} to {cert.issuer.name}"
     want = desired_request_spec(cert)
-    for field in ("duration", "usages", "isCA"):
-        have = request.spec.get(field)
-        if field == "usages":
-            have = list(have or [])
-        if field == "isCA":
-            have = bool(have)
-        if have != want[field]:
-            return f"spec.{field} changed"
+    if _duration(request.spec.get("duration")) != _duration(want["duration"]):
+        return "spec.duration changed"
+    if sorted(set(request.spec.get("usages") or [])) != sorted(set(want["usages"])):
+        return "spec.usages changed"
+    if bool(request.spec.get("isCA")) != want["isCA"]:
+        return "spec.isCA changed"
     try:
         csr = parse_csr(request.csr_pem)
     except CSRError as exc:

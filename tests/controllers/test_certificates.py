@@ -335,6 +335,23 @@ class TestTriggers:
         info = cert_info(Secret.objects.get(name="names-tls").tls_crt)
         assert sorted(info.dns_names) == ["a.example.test", "b.example.test"]
 
+    def test_duration_change_reissues_but_equal_spelling_does_not(self) -> None:
+        cert = make_certificate("dur", make_selfsigned_issuer(), privateKey=EC, duration="720h")
+        drain()
+        change_spec(cert, duration="720h0m0s")  # same value, other spelling
+        drain()
+        cert.refresh_from_db()
+        assert cert.revision == 1 and cert.condition_is("Ready")
+        change_spec(cert, duration="240h")
+        step(cert)
+        cert.refresh_from_db()
+        ready = cert.get_condition("Ready")
+        assert ready and ready["reason"] == "RequestChanged"
+        drain()
+        cert.refresh_from_db()
+        assert cert.revision == 2
+        assert cert.not_after - cert.not_before == timedelta(hours=240, minutes=5)
+
     def test_spec_change_while_request_pending_supersedes_it(self) -> None:
         cert = make_certificate("super", manual_issuer(), privateKey=EC)
         drain()
