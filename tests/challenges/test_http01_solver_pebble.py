@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from issuance.management.commands.http01_solver import SolverHandler, make_server
 from issuance.models import Certificate, Challenge, Secret
@@ -29,6 +30,12 @@ def test_pebble_validates_through_the_standalone_solver(
 
     def counting(self: SolverHandler, with_body: bool) -> None:
         served.append(self.path)
+        if connection.vendor == "sqlite":
+            # The test database is in-memory with a shared cache, where a reading thread
+            # holds table locks that make the worker's writes fail ("table is locked");
+            # uncommitted reads take none. (A real SQLite file in WAL mode has no such issue.)
+            with connection.cursor() as cursor:
+                cursor.execute("PRAGMA read_uncommitted = 1")
         original(self, with_body)
 
     SolverHandler._answer = counting  # type: ignore[method-assign]
