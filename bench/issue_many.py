@@ -3,7 +3,7 @@
     .venv/bin/python bench/issue_many.py 1000 [--db bench_issue] [--threads 8] [--cap 200]
 
 Starts pebble-challtestsrv and Pebble, the web app (uvicorn: REST API and HTTP-01 answers,
-on Pebble's HTTP-01 port) and one worker (`manage.py reconcile`) on a fresh PostgreSQL
+on Pebble's HTTP-01 port) and worker(s) (`manage.py reconcile`, --workers) on a fresh PostgreSQL
 database. Creates an ACME issuer and then the certificates through the REST API (token
 auth), waits until all are Ready, verifies every chain against Pebble's root, and prints:
 wall time, certificates/s, worker CPU seconds per certificate, peak RSS of the worker and
@@ -153,17 +153,24 @@ def run(args: argparse.Namespace) -> int:
             raise RuntimeError(setup.log())
         web = start_uvicorn(workdir, http_port, env)
         procs.append(web)
-        if args.profile or args.keep_connections:
-            extra = ["--keep-connections"] if args.keep_connections else []
-            worker = start_process(
-                "worker",
-                [sys.executable, "bench/profiled_worker.py", args.profile, *extra],
-                workdir,
-                env=env,
-            )
-        else:
-            worker = manage_py(workdir, ["reconcile"], env, name="worker")
-        procs.append(worker)
+        workers: list[Process] = []
+        for index in range(args.workers):
+            name = f"worker-{index}" if index else "worker"
+            if args.profile or args.keep_connections or args.poll_ms:
+                extra = ["--keep-connections"] if args.keep_connections else []
+                extra += ["--poll-ms", str(args.poll_ms)] if args.poll_ms else []
+                profile = f"{args.profile}.{index}" if args.profile and index else args.profile
+                workers.append(
+                    start_process(
+                        name,
+                        [sys.executable, "bench/profiled_worker.py", profile, *extra],
+                        workdir,
+                        env=env,
+                    )
+                )
+            else:
+                workers.append(manage_py(workdir, ["reconcile"], env, name=name))
+        procs.extend(workers)
         api = Api(f"http://127.0.0.1:{http_port}", token)
 
         api.call(
@@ -204,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
             latencies.append(time.monotonic() - t0)
         base_ready = api.ready_count()
 
-        cpu0 = cpu_seconds(worker.popen.pid)
+        cpu0 = sum(cpu_seconds(w.popen.pid) for w in workers)
         web_cpu0 = cpu_seconds(web.popen.pid)
         t0 = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
@@ -226,10 +233,11 @@ def run(args: argparse.Namespace) -> int:
                 last_print = now
             if now - t0 > args.timeout:
                 raise RuntimeError(f"only {ready}/{n} ready after {args.timeout}s")
-            if not worker.alive():
-                raise RuntimeError("worker died:\n" + worker.log()[-3000:])
+            for worker in workers:
+                if not worker.alive():
+                    raise RuntimeError("worker died:\n" + worker.log()[-3000:])
         wall = time.monotonic() - t0
-        worker_cpu = cpu_seconds(worker.popen.pid) - cpu0
+        worker_cpu = sum(cpu_seconds(w.popen.pid) for w in workers) - cpu0
         web_cpu = cpu_seconds(web.popen.pid) - web_cpu0
 
         roots = pebble.roots()
@@ -242,13 +250,14 @@ def run(args: argparse.Namespace) -> int:
         for (chain,) in rows:
             verify_chain(chain, roots)
 
-        print(f"\nN={n} worker threads={args.threads} challenge cap={args.cap}")
+        print(f"\nN={n} workers={args.workers} x {args.threads} threads, challenge cap={args.cap}")
         print(f"created via API in     {created:.1f} s")
         print(f"all Ready after        {wall:.1f} s")
         print(f"throughput             {n / wall:.1f} certificates/s")
         print(f"worker CPU             {worker_cpu:.1f} s = {1000 * worker_cpu / n:.1f} ms/cert")
         print(f"web CPU (API+HTTP-01)  {web_cpu:.1f} s = {1000 * web_cpu / n:.1f} ms/cert")
-        print(f"worker peak RSS        {peak_rss_mb(worker.popen.pid):.0f} MB")
+        rss = ", ".join(f"{peak_rss_mb(w.popen.pid):.0f}" for w in workers)
+        print(f"worker peak RSS        {rss} MB")
         print(f"web peak RSS           {peak_rss_mb(web.popen.pid):.0f} MB")
         print(
             "single-cert latency    "
@@ -269,6 +278,7 @@ def main() -> int:
     parser.add_argument("n", type=int, nargs="?", default=100)
     parser.add_argument("--db", default="bench_issue")
     parser.add_argument("--threads", type=int, default=8, help="worker threads")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument("--cap", type=int, default=60, help="MAX_CONCURRENT_CHALLENGES")
     parser.add_argument("--single", type=int, default=3, help="single-certificate runs")
     parser.add_argument("--timeout", type=float, default=1800)
@@ -277,6 +287,12 @@ def main() -> int:
         "--keep-connections",
         action="store_true",
         help="experiment: worker threads keep their DB connection (see bench/profiled_worker.py)",
+    )
+    parser.add_argument(
+        "--poll-ms",
+        type=float,
+        default=0,
+        help="experiment: challenge poll interval after accepting (default: the controller's)",
     )
     parser.add_argument("--trace", default="", help="ISSUANCE_RECONCILE_TRACE file (per item)")
     return run(parser.parse_args())

@@ -3,6 +3,8 @@
     python bench/profiled_worker.py OUT.prof     (bench/issue_many.py --profile OUT.prof)
     python bench/profiled_worker.py "" --keep-connections   (an experiment: threads keep
         their database connection instead of reconnecting for every item)
+    python bench/profiled_worker.py "" --poll-ms 100   (an experiment: the challenges
+        controller polls an accepted challenge every 100 ms instead of 1 s)
 
 Stops on SIGTERM/SIGINT like the real command and then writes the merged profile.
 """
@@ -50,6 +52,13 @@ def _profiled(self: Any, ctrl: Any, claim: Any) -> None:
 def main() -> None:
     out = sys.argv[1]
     worker_module.Worker.process = _profiled  # type: ignore[method-assign]
+    if "--poll-ms" in sys.argv:
+        from datetime import timedelta
+
+        from issuance.controllers import challenges
+
+        ms = float(sys.argv[sys.argv.index("--poll-ms") + 1])
+        challenges.POLL_INTERVAL = timedelta(milliseconds=ms)
     if "--keep-connections" in sys.argv:
         worker_module.Worker._process_in_thread = worker_module.Worker.process  # type: ignore[method-assign]
     worker = worker_module.Worker()
