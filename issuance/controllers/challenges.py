@@ -18,7 +18,7 @@ A challenge finished by the scheduler's timeout is only cleaned up.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -235,7 +235,11 @@ def _poll(challenge: Challenge) -> Result:
             ChallengeState.ERRORED,
             f"the CA refused the answer: {accepted.get('message', '')}",
         )
+    # Poll briskly right after accepting (validation usually takes seconds), then gently.
     since = challenge.scheduled_at or challenge.created_at
+    accepted_at = accepted.get("lastTransitionTime")
+    if accepted_at:
+        since = datetime.fromisoformat(str(accepted_at))
     slow = timezone.now() - since > SLOW_POLL_AFTER
     return Result.after(SLOW_POLL_INTERVAL if slow else POLL_INTERVAL)
 
