@@ -13,7 +13,7 @@ in this process, until the condition holds.
 from __future__ import annotations
 
 import re
-import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -66,11 +66,11 @@ class AcmeStack:
 
 @pytest.fixture
 def e2e_workdir(request: pytest.FixtureRequest) -> Path:
+    """var/e2e/<test>-<random>/: unique, so concurrent runs of the same test never collide."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:80]
-    path = REPO / "var" / "e2e" / safe
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+    root = REPO / "var" / "e2e"
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{safe}-", dir=root))
 
 
 @pytest.fixture
