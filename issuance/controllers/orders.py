@@ -1,10 +1,16 @@
 """Orders controller (DESIGN §3 "orders", seed 002): one ACME order per Order row.
 
-Each reconcile does at most one ACME write and records where it got to:
+Each reconcile does at most one ACME write (plus the reads that follow it) and records
+where it got to after every step:
 
-    (no url) ──newOrder──▶ pending ──load authorizations, create Challenges──▶ pending
-       ──all Challenges valid, re-sync──▶ ready ──finalize(CSR)──▶ processing ──poll──▶
-       valid ──download chain──▶ valid + certificate (final; the request is woken)
+    pass 1  (no url) ──newOrder──▶ pending; read the authorizations, create Challenges
+    pass 2  (woken when every Challenge is valid) re-sync ──▶ ready ──finalize(CSR)──▶
+            processing (or valid)
+    pass 3+ poll (50 ms, backing off) ──▶ valid; download the chain ──▶ valid + certificate
+            (final; the request is woken)
+
+A pass that dies half-way resumes from the stored state (authorizations not loaded yet,
+Challenges missing, finalize answered orderNotReady, chain not downloaded).
 
 Any invalid challenge/authorization/order ends in invalid (the CA's problem as reason);
 configuration errors (no solver) end in errored; an expired order in expired.
@@ -118,7 +124,7 @@ def _create(order: Order, client: AcmeClient) -> Result:
                 "OrderRecovered",
                 f"Found the ACME order {order.url} created before a restart",
             )
-            return Result.now()
+            return _load_authorizations(order, client)
     # A paused CA is not called at all, so nothing is "attempted" (no recovery scan later).
     ratelimit.check_not_paused(client.directory_url)
     order.create_attempted_at = timezone.now()
@@ -127,7 +133,8 @@ def _create(order: Order, client: AcmeClient) -> Result:
     faults.checkpoint("order-after-new-order")
     _store_acme_order(order, acme_order)
     _event(order, "OrderCreated", f"Created ACME order {order.url} ({order.state})")
-    return Result.now()
+    # The URL is stored; reading the authorizations in the same pass is no second write.
+    return _load_authorizations(order, client)
 
 
 def _recover(
@@ -307,8 +314,10 @@ def _check_challenges(order: Order, client: AcmeClient) -> Result:
         return _fail(order, state, reason)
     if len(rows) < len(pending) or any(c.state != ChallengeState.VALID for c in rows):
         return Result.after(PENDING_RECHECK)
-    # Every authorization is valid on our side: ask the CA where the order stands.
-    return _sync(order, client.get_order(order.url))
+    # Every authorization is valid on our side: ask the CA where the order stands, and
+    # finalize in the same pass when it is ready (the pass's one write).
+    result = _sync(order, client.get_order(order.url))
+    return _finalize(order, client) if order.state == OrderState.READY else result
 
 
 def _sync(order: Order, acme: dict[str, Any], *, event_reason: str = "", note: str = "") -> Result:
@@ -350,7 +359,8 @@ def _finalize(order: Order, client: AcmeClient) -> Result:
             return _sync(order, client.get_order(order.url))
         return _fail(order, OrderState.INVALID, problem_reason(exc.type, exc.detail))
     acme["url"] = order.url
-    return _sync(order, acme, event_reason="Finalized", note="Sent the CSR to finalize; ")
+    result = _sync(order, acme, event_reason="Finalized", note="Sent the CSR to finalize; ")
+    return _download(order, client) if _awaiting_download(order) else result
 
 
 def _processing_delay(order: Order) -> timedelta:
@@ -361,7 +371,9 @@ def _processing_delay(order: Order) -> timedelta:
 
 
 def _poll(order: Order, client: AcmeClient) -> Result:
-    return _sync(order, client.get_order(order.url))
+    result = _sync(order, client.get_order(order.url))
+    # Downloading is a read: take the chain as soon as the CA says valid.
+    return _download(order, client) if _awaiting_download(order) else result
 
 
 def _awaiting_download(order: Order) -> bool:
@@ -370,7 +382,9 @@ def _awaiting_download(order: Order) -> bool:
 
 def _download(order: Order, client: AcmeClient) -> Result:
     if not order.certificate_url:
-        return _sync(order, client.get_order(order.url))
+        _sync(order, client.get_order(order.url))
+        if not order.certificate_url:
+            return _fail(order, OrderState.ERRORED, "the CA says valid but names no certificate")
     preferred = order.issuer.kind_spec.get("preferredChain") or None
     pem = client.download_certificate(order.certificate_url, preferred)
     if not split_pem_chain(pem):
