@@ -7,6 +7,7 @@ covers what Pebble cannot be made to do on demand (429 + Retry-After, 503, hangs
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 import threading
@@ -33,9 +34,16 @@ def problem(status: int, type_: str, detail: str, **headers: str) -> Reply:
     )
 
 
+def _unb64(value: str) -> bytes:
+    return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+
+
 class FakeCA:
     def __init__(self) -> None:
         self.hits: Counter[str] = Counter()
+        # Decoded JWS payloads and protected headers of POSTs, per path (last one wins).
+        self.payloads: dict[str, Any] = {}
+        self.protected: dict[str, dict[str, Any]] = {}
         self.script: dict[str, list[Reply]] = {}
         self.default: dict[str, Reply] = {}
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -119,8 +127,15 @@ class FakeCA:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(length)
+                body = self.rfile.read(length)
                 ca.hits[self.path] += 1
+                try:
+                    jws = json.loads(body)
+                    ca.protected[self.path] = json.loads(_unb64(jws["protected"]))
+                    raw = _unb64(jws["payload"])
+                    ca.payloads[self.path] = json.loads(raw) if raw else None
+                except (ValueError, KeyError):
+                    pass
                 self._send(ca._reply_for(self.path))
 
         return Handler

@@ -209,3 +209,71 @@ def test_preferred_chain_follows_alternate_links(ca: FakeCA) -> None:
     assert client.download_certificate(f"{ca.base}/cert/1", "Root A") == default
     # No chain matches: the default one, as cert-manager does.
     assert client.download_certificate(f"{ca.base}/cert/1", "Root C") == default
+
+
+def test_new_order_payload_carries_identifiers_and_profile(ca: FakeCA) -> None:
+    client = make_client(ca)
+    ca.on("/new-order", ORDER, ORDER)
+    client.new_order([("dns", "a.example.com"), ("ip", "192.0.2.1")], profile="shortlived")
+    assert ca.payloads["/new-order"] == {
+        "identifiers": [
+            {"type": "dns", "value": "a.example.com"},
+            {"type": "ip", "value": "192.0.2.1"},
+        ],
+        "profile": "shortlived",
+    }
+    protected = ca.protected["/new-order"]
+    assert protected["alg"] == "ES256"
+    assert protected["kid"] == f"{ca.base}/acct/1"
+    assert protected["url"] == f"{ca.base}/new-order"
+    client.new_order([("dns", "a.example.com")])
+    assert "profile" not in ca.payloads["/new-order"]
+
+
+def test_new_account_with_eab_is_signed_with_the_jwk_and_binds_the_key(ca: FakeCA) -> None:
+    import base64
+    import hmac
+    import json
+
+    key = JWKEC(key=ec.generate_private_key(ec.SECP256R1()))
+    client = AcmeClient(ca.directory_url, key)
+    hmac_key = base64.urlsafe_b64encode(b"k" * 32).rstrip(b"=").decode()
+    account = client.new_account("ops@example.test", eab=("kid-1", hmac_key, "HS256"))
+    assert account["url"] == f"{ca.base}/acct/1"
+    protected = ca.protected["/acct"]
+    assert "jwk" in protected
+    assert "kid" not in protected
+    payload = ca.payloads["/acct"]
+    assert payload["contact"] == ["mailto:ops@example.test"]
+    assert payload["termsOfServiceAgreed"] is True
+    eab = payload["externalAccountBinding"]
+    eab_protected = json.loads(base64.urlsafe_b64decode(eab["protected"] + "=="))
+    assert eab_protected == {"alg": "HS256", "kid": "kid-1", "url": f"{ca.base}/acct"}
+    bound = json.loads(base64.urlsafe_b64decode(eab["payload"] + "=="))
+    assert bound == key.public_key().to_partial_json()
+    signing_input = f"{eab['protected']}.{eab['payload']}".encode()
+    expected = hmac.new(b"k" * 32, signing_input, "sha256").digest()
+    assert base64.urlsafe_b64decode(eab["signature"] + "==") == expected
+    # Later requests use the account URL as kid.
+    ca.on("/order/7", Reply(200, {"status": "valid"}))
+    client.get_order(f"{ca.base}/order/7")
+    assert ca.protected["/order/7"]["kid"] == f"{ca.base}/acct/1"
+    assert ca.payloads["/order/7"] is None  # POST-as-GET
+
+
+def test_finalize_sends_the_csr_der(ca: FakeCA) -> None:
+    import base64
+
+    from cryptography import x509 as cx509
+    from cryptography.hazmat.primitives import serialization
+
+    from issuance.pki.csr import build_csr
+    from issuance.pki.keys import generate_private_key
+
+    csr_pem = build_csr(generate_private_key({"algorithm": "ECDSA"}), {"dnsNames": ["a.test"]})
+    client = make_client(ca)
+    ca.on("/finalize/1", Reply(200, {"status": "processing"}))
+    assert client.finalize(f"{ca.base}/finalize/1", csr_pem)["status"] == "processing"
+    der = base64.urlsafe_b64decode(ca.payloads["/finalize/1"]["csr"] + "==")
+    expected = cx509.load_pem_x509_csr(csr_pem.encode()).public_bytes(serialization.Encoding.DER)
+    assert der == expected
