@@ -43,7 +43,6 @@ from josepy.errors import DeserializationError
 from josepy.interfaces import JSONDeSerializable
 from josepy.jwa import ES256, RS256
 from josepy.jwk import JWK, JWKEC
-from prometheus_client import Counter
 from requests.adapters import HTTPAdapter
 from requests.utils import parse_header_links
 
@@ -57,6 +56,7 @@ from issuance.acme.errors import (
     problem_type,
 )
 from issuance.controllers.base import TemporaryError
+from issuance.metrics import ACME_REQUESTS
 
 log = logging.getLogger("issuance.acme")
 
@@ -67,16 +67,13 @@ USER_AGENT = "issuance-console"
 JOSE = "application/jose+json"
 PEM_CHAIN = "application/pem-certificate-chain"
 
-ACME_REQUESTS = Counter(
-    "issuance_acme_requests_total", "ACME requests by result", ["result"]
-)  # result: ok, bad_nonce, rate_limited, problem, server_error, network_error, timeout
-# In-process counts (tests and the benchmark read them; /metrics reads the Counter above).
+# In-process counts (tests and the benchmark read them; /metrics reads ACME_REQUESTS).
 _stats: collections.Counter[str] = collections.Counter()
 _stats_lock = threading.Lock()
 
 
-def _count(result: str) -> None:
-    ACME_REQUESTS.labels(result=result).inc()
+def _count(action: str, result: str) -> None:
+    ACME_REQUESTS.labels(action=action, result=result).inc()
     with _stats_lock:
         _stats[result] += 1
 
@@ -263,7 +260,12 @@ class AcmeClient:
 
     # -- transport -------------------------------------------------------------
     def _send(
-        self, send: Callable[[], requests.Response], url: str, *, retry_timeout: bool
+        self,
+        send: Callable[[], requests.Response],
+        url: str,
+        *,
+        action: str,
+        retry_timeout: bool,
     ) -> requests.Response:
         """Run one request with the pause check, timeout retry and status mapping."""
         bad_nonces = 0
@@ -275,28 +277,28 @@ class AcmeClient:
             except requests.ConnectTimeout as exc:
                 # Nothing reached the server: always safe to try once more.
                 timeouts += 1
-                _count("timeout")
+                _count(action, "timeout")
                 if timeouts <= 1:
                     continue
                 raise AcmeTemporaryError(f"{url}: connect timeout: {exc}") from None
             except requests.Timeout as exc:
                 timeouts += 1
-                _count("timeout")
+                _count(action, "timeout")
                 if retry_timeout and timeouts <= 1:
                     log.warning("ACME request to %s timed out; retrying once", url)
                     continue
                 raise AcmeTemporaryError(f"{url}: timed out: {exc}") from None
             except requests.RequestException as exc:
-                _count("network_error")
+                _count(action, "network_error")
                 raise AcmeTemporaryError(f"{url}: {type(exc).__name__}: {exc}") from None
             if response.status_code < 400:
-                _count("ok")
+                _count(action, "ok")
                 return response
             problem = _problem(response)
             ptype = problem_type(problem.get("type"))
             detail = str(problem.get("detail") or "")
             if ptype == BAD_NONCE:
-                _count("bad_nonce")
+                _count(action, "bad_nonce")
                 if bad_nonces < BAD_NONCE_RETRIES:
                     bad_nonces += 1
                     log.debug("badNonce from %s; retrying with a fresh nonce", url)
@@ -305,7 +307,7 @@ class AcmeClient:
                 raise AcmeTemporaryError(f"{url}: {bad_nonces + 1} badNonce answers in a row")
             retry_after = _retry_after(response)
             if response.status_code == 429 or ptype == RATE_LIMITED or retry_after is not None:
-                _count("rate_limited")
+                _count(action, "rate_limited")
                 reason = f"{ptype or 'HTTP ' + str(response.status_code)}: {detail}".strip()
                 until = ratelimit.record_pause(self.directory_url, retry_after, reason)
                 log.warning("ACME server %s paused until %s: %s", self.directory_url, until, reason)
@@ -314,11 +316,11 @@ class AcmeClient:
                     delay=max(until - timezone.now(), timedelta(seconds=1)),
                 )
             if response.status_code >= 500:
-                _count("server_error")
+                _count(action, "server_error")
                 raise AcmeTemporaryError(
                     f"{url}: HTTP {response.status_code}: {ptype or ''} {detail}".strip()
                 )
-            _count("problem")
+            _count(action, "problem")
             raise AcmeProblemError(
                 ptype,
                 detail,
@@ -332,6 +334,7 @@ class AcmeClient:
                 response = self._send(
                     lambda: self._net._send_request("GET", self.directory_url),
                     self.directory_url,
+                    action="directory",
                     retry_timeout=True,
                 )
                 self._directory = _json(response, self.directory_url)
@@ -348,20 +351,22 @@ class AcmeClient:
         url: str,
         payload: dict[str, Any] | None,
         *,
+        action: str,
         accept: str | None = None,
         retry_timeout: bool = True,
     ) -> requests.Response:
-        """A signed POST (payload None = POST-as-GET)."""
+        """A signed POST (payload None = POST-as-GET); `action` labels the metrics."""
         new_nonce = self._endpoint("newNonce")
         body = _Payload(payload) if payload is not None else None
         return self._send(
             lambda: self._net.signed_post(url, body, new_nonce, accept),
             url,
+            action=action,
             retry_timeout=retry_timeout,
         )
 
-    def post_json(self, url: str, payload: dict[str, Any] | None) -> dict[str, Any]:
-        return _json(self.post(url, payload), url)
+    def post_json(self, url: str, payload: dict[str, Any] | None, action: str) -> dict[str, Any]:
+        return _json(self.post(url, payload, action=action), url)
 
     # -- account ----------------------------------------------------------------
     def new_account(
@@ -391,7 +396,7 @@ class AcmeClient:
         # Without a kid: newAccount is signed with the bare JWK.
         saved, self._net.account = self._net.account, None
         try:
-            response = self.post(url, payload)
+            response = self.post(url, payload, action="new_account")
         finally:
             self._net.account = saved
         account = _json(response, url)
@@ -412,7 +417,7 @@ class AcmeClient:
         """The account's orders list (RFC 8555 §7.1.2.1), or "" if the CA has none."""
         if not self.account_uri:
             return ""
-        account = self.post_json(self.account_uri, None)
+        account = self.post_json(self.account_uri, None, "get_account")
         return str(account.get("orders") or "")
 
     def list_orders(self, max_pages: int = 20) -> list[str]:
@@ -422,7 +427,7 @@ class AcmeClient:
         for _ in range(max_pages):
             if not url:
                 break
-            response = self.post(url, None)
+            response = self.post(url, None, action="list_orders")
             found += [str(u) for u in (_json(response, url).get("orders") or [])]
             nexts = [
                 link["url"]
@@ -442,32 +447,32 @@ class AcmeClient:
         payload: dict[str, Any] = {"identifiers": [{"type": t, "value": v} for t, v in identifiers]}
         if profile:
             payload["profile"] = profile
-        return _json(self.post(url, payload, retry_timeout=False), url)
+        return _json(self.post(url, payload, action="new_order", retry_timeout=False), url)
 
     def get_order(self, url: str) -> dict[str, Any]:
-        order = self.post_json(url, None)
+        order = self.post_json(url, None, "get_order")
         order["url"] = url
         return order
 
     def get_authorization(self, url: str) -> dict[str, Any]:
-        authz = self.post_json(url, None)
+        authz = self.post_json(url, None, "get_authorization")
         authz["url"] = url
         authz.setdefault("wildcard", False)
         return authz
 
     def get_challenge(self, url: str) -> dict[str, Any]:
-        chal = self.post_json(url, None)
+        chal = self.post_json(url, None, "get_challenge")
         chal["url"] = url
         return chal
 
     def answer_challenge(self, url: str) -> dict[str, Any]:
-        chal = self.post_json(url, {})
+        chal = self.post_json(url, {}, "answer_challenge")
         chal["url"] = url
         return chal
 
     def finalize(self, finalize_url: str, csr_pem: str) -> dict[str, Any]:
         der = x509.load_pem_x509_csr(csr_pem.encode()).public_bytes(serialization.Encoding.DER)
-        order = self.post_json(finalize_url, {"csr": _b64(der)})
+        order = self.post_json(finalize_url, {"csr": _b64(der)}, "finalize")
         return order
 
     def key_authorization(self, token: str) -> str:
@@ -478,7 +483,7 @@ class AcmeClient:
 
     # -- certificates -----------------------------------------------------------------
     def _fetch_chain(self, url: str) -> tuple[str, list[str]]:
-        response = self.post(url, None, accept=PEM_CHAIN)
+        response = self.post(url, None, action="download_certificate", accept=PEM_CHAIN)
         alternates = [
             link["url"]
             for link in parse_header_links(response.headers.get("Link", ""))
@@ -504,7 +509,12 @@ class AcmeClient:
         if not base:
             return None
         url = f"{str(base).rstrip('/')}/{ari_cert_id(cert_pem)}"
-        response = self._send(lambda: self._net._send_request("GET", url), url, retry_timeout=True)
+        response = self._send(
+            lambda: self._net._send_request("GET", url),
+            url,
+            action="renewal_info",
+            retry_timeout=True,
+        )
         return parse_renewal_info(_json(response, url))
 
 

@@ -43,10 +43,18 @@ ORDER = Reply(
 
 
 def test_bad_nonce_is_retried_with_a_fresh_nonce(ca: FakeCA) -> None:
+    from issuance.metrics import REGISTRY
+
+    def metric(result: str) -> float:
+        labels = {"action": "new_order", "result": result}
+        return REGISTRY.get_sample_value("issuance_acme_requests_total", labels) or 0.0
+
     client = make_client(ca)
     before = acme_client.stats().get("bad_nonce", 0)
+    metric_before = (metric("bad_nonce"), metric("ok"))
     ca.on("/new-order", problem(400, "badNonce", "stale"), problem(400, "badNonce", "stale"), ORDER)
     order = client.new_order([("dns", "a.example.com")])
+    assert (metric("bad_nonce"), metric("ok")) == (metric_before[0] + 2, metric_before[1] + 1)
     assert order["url"] == "http://x/order/1"
     assert order["status"] == "pending"
     assert ca.hits["/new-order"] == 3
