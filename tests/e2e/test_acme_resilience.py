@@ -52,6 +52,8 @@ def test_paused_ca_gets_no_calls_until_the_pause_ends(
     wake(order)
     drive(lambda: Certificate.objects.get(name="paused").condition_is("Ready"), timeout=90)
     assert len(client.list_orders()) == 1
+    order.refresh_from_db()
+    verify_chain(order.certificate_pem, stack.pebble.roots())
 
 
 @pytest.mark.postgres
