@@ -31,6 +31,8 @@ class Listener:
 
     def __init__(self) -> None:
         self._conn: psycopg.Connection[Any] | None = None
+        # LISTEN before the worker's first look for work, or a NOTIFY sent in between is lost.
+        self._connect()
 
     def _connect(self) -> psycopg.Connection[Any] | None:
         if self._conn is not None and not self._conn.closed:
