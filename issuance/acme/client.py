@@ -15,11 +15,13 @@ and josepy. What this layer adds:
 
 from __future__ import annotations
 
+import atexit
 import base64
 import collections
 import contextlib
 import hashlib
 import logging
+import shutil
 import tempfile
 import threading
 import urllib.request
@@ -99,10 +101,13 @@ class TLSOptions:
 
 _bundle_lock = threading.Lock()
 _bundle_paths: dict[str, str] = {}
+_bundle_dir: str | None = None
 
 
 def _ca_bundle_path(ca_bundle_b64: str) -> str:
-    """requests wants a file: write each distinct caBundle once per process."""
+    """requests wants a file: each distinct caBundle is written once per process, into a
+    private (0700) directory, never a predictable shared path someone else could plant."""
+    global _bundle_dir  # noqa: PLW0603 - one lazily made directory per process
     with _bundle_lock:
         path = _bundle_paths.get(ca_bundle_b64)
         if path and Path(path).exists():
@@ -113,12 +118,11 @@ def _ca_bundle_path(ca_bundle_b64: str) -> str:
             raise AcmeProblemError("caBundle", f"spec.acme.caBundle is not base64: {exc}") from None
         if b"-----BEGIN CERTIFICATE-----" not in pem:
             raise AcmeProblemError("caBundle", "spec.acme.caBundle holds no PEM certificate")
-        digest = hashlib.sha256(pem).hexdigest()[:16]
-        target = Path(tempfile.gettempdir()) / f"issuance-cabundle-{digest}.pem"
-        if not target.exists():
-            with tempfile.NamedTemporaryFile("wb", dir=target.parent, delete=False) as tmp:
-                tmp.write(pem)
-            Path(tmp.name).replace(target)
+        if _bundle_dir is None or not Path(_bundle_dir).is_dir():
+            _bundle_dir = tempfile.mkdtemp(prefix="issuance-cabundle-")
+            atexit.register(shutil.rmtree, _bundle_dir, True)
+        target = Path(_bundle_dir) / f"{hashlib.sha256(pem).hexdigest()[:16]}.pem"
+        target.write_bytes(pem)
         _bundle_paths[ca_bundle_b64] = str(target)
         return str(target)
 

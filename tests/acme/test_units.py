@@ -71,3 +71,27 @@ def test_key_authorization_and_dns01_value() -> None:
     assert client.key_authorization("tok") == f"tok.{thumb}"
     digest = hashlib.sha256(f"tok.{thumb}".encode()).digest()
     assert client.dns01_txt_value("tok") == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def test_ca_bundle_is_written_to_a_private_directory() -> None:
+    import os
+    import stat
+    from pathlib import Path
+
+    import pytest
+
+    from issuance.acme.client import TLSOptions
+    from tests.acme.pki import make_chain
+
+    pem = make_chain("a.example", "I", "R")
+    bundle = base64.b64encode(pem.encode()).decode()
+    path = TLSOptions(ca_bundle_b64=bundle).verify()
+    assert isinstance(path, str)
+    assert Path(path).read_text() == pem
+    mode = os.stat(Path(path).parent).st_mode
+    assert stat.S_IMODE(mode) == 0o700
+    assert TLSOptions(ca_bundle_b64=bundle).verify() == path
+    assert TLSOptions(ca_bundle_b64=bundle, skip_verify=True).verify() is False
+    assert TLSOptions().verify() is True
+    with pytest.raises(AcmeProblemError, match="no PEM certificate"):
+        TLSOptions(ca_bundle_b64=base64.b64encode(b"nope").decode()).verify()
