@@ -67,6 +67,12 @@ def unsubscribe(callback: Subscriber) -> None:
         _subscribers.remove(callback)
 
 
+def unsubscribe_all() -> None:
+    """No live updates from this process (a worker whose channel layer cannot reach browsers):
+    saves then cost nothing here, not even the owner look-ups after commit."""
+    _subscribers.clear()
+
+
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 

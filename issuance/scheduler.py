@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,6 +31,16 @@ from issuance import events, publish, wakeup
 from issuance.models import Challenge, ChallengeState, Event
 
 log = logging.getLogger("issuance.scheduler")
+
+# Set (after commit) when a challenge is queued or frees its slot: the worker's busy loop
+# runs a pass at once instead of waiting for its periodic one.
+queue_changed = threading.Event()
+
+
+def mark_queue_changed() -> None:
+    """Ask for a scheduling pass soon (call inside the transaction that changed the queue)."""
+    transaction.on_commit(queue_changed.set)
+
 
 # pg_try_advisory_xact_lock key: "chal" in ASCII, so it is recognisable in pg_locks.
 ADVISORY_LOCK_KEY = 0x6368616C

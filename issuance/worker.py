@@ -25,7 +25,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DatabaseError,
+    close_old_connections,
+    connection,
+    connections,
+    transaction,
+)
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Case, DateTimeField, F, Min, Model, Q, QuerySet, Value, When
 from django.db.models.functions import Least
 from django.utils import timezone
@@ -33,7 +41,7 @@ from django.utils import timezone
 from issuance import events
 from issuance.backoff import error_backoff
 from issuance.controllers import registry
-from issuance.controllers.base import PermanentError, TemporaryError
+from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.controllers.registry import Controller, Step
 from issuance.models import Event
 from issuance.wakeup import local_wakeup
@@ -48,6 +56,13 @@ IDLE_CAP = 30.0
 SLICE = 0.5
 # run_once() gives up after this many rounds (a controller that always asks for "now").
 MAX_ONCE_ROUNDS = 10_000
+# A reconcile that asks for "now" is run again at once while the lease is held (at most this
+# many times in a row), instead of releasing the row and claiming it back: the next step of a
+# Certificate or Challenge starts without a round trip through the queue.
+INLINE_STEPS = 8
+# The busy loop runs the global steps (challenge scheduler, …) at least this often, and at
+# once when a step asks for it (Step.urgent: a challenge was created or freed its slot).
+STEP_INTERVAL = 1.0
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,11 @@ class Worker:
         self._trace = os.environ.get("ISSUANCE_RECONCILE_TRACE", "")
         self._turn = 0
         self._renewed = time.monotonic()
+        self._steps_at = 0.0
+        self._count_lock = threading.Lock()
+        # Each pool thread keeps its database connection from item to item (connecting costs
+        # more than a typical reconcile); they are closed when the worker idles or stops.
+        self._thread_connections: dict[int, BaseDatabaseWrapper] = {}
 
     # -- claiming ------------------------------------------------------------------------
 
@@ -126,10 +146,26 @@ class Worker:
 
     def process(self, ctrl: Controller, claim: Claim) -> None:
         manager = ctrl.model._default_manager  # type: ignore[attr-defined]
-        obj = manager.filter(pk=claim.pk, lease_owner=self.worker_id).first()
-        if obj is None:
-            return  # deleted, or our lease expired and someone else has it
+        for _ in range(INLINE_STEPS):
+            obj = manager.filter(pk=claim.pk, lease_owner=self.worker_id).first()
+            if obj is None:
+                return  # deleted, or our lease expired and someone else has it
+            # This pass sees the row as read now: only a wake-up after this read is news.
+            claim = Claim(claim.pk, getattr(obj, "wake_seq", claim.wake_seq), claim.error_count)
+            after = self._reconcile(ctrl, claim, obj)
+            if after is None:
+                return  # an error: released with its backoff
+            if after.requeue_after != timedelta(0) or self._stop.is_set():
+                self.release(ctrl, claim, after.requeue_after)
+                return
+            claim = Claim(claim.pk, claim.wake_seq, 0)
+        self.release(ctrl, claim, timedelta(0))
+
+    def _reconcile(self, ctrl: Controller, claim: Claim, obj: Model) -> Result | None:
+        """One reconcile; on an error the row is released with its backoff and None returned."""
         started = time.time_ns()
+        with self._count_lock:
+            self.processed += 1
         try:
             try:
                 result = ctrl.reconcile(obj)
@@ -155,7 +191,8 @@ class Worker:
                 errors=claim.error_count + 1,
             )
         else:
-            self.release(ctrl, claim, result.requeue_after)
+            return result
+        return None
 
     def release(
         self,
@@ -223,10 +260,31 @@ class Worker:
             ).update(lease_until=until)
 
     def _process_in_thread(self, ctrl: Controller, claim: Claim) -> None:
+        conn = connections[DEFAULT_DB_ALIAS]
+        with self._count_lock:
+            self._thread_connections[threading.get_ident()] = conn
+        ok = False
         try:
             self.process(ctrl, claim)
+            ok = True
         finally:
-            connection.close()  # threads own their connections; CONN_MAX_AGE is 0
+            _keep_or_close(conn, ok)
+            # A thread is free: the main loop may claim more at once.
+            local_wakeup.set()
+
+    def close_thread_connections(self) -> None:
+        """Close the pool threads' connections; only while no item is in flight."""
+        with self._count_lock:
+            conns = list(self._thread_connections.values())
+            self._thread_connections.clear()
+        for conn in conns:
+            conn.inc_thread_sharing()  # closed from this thread; its owner is idle
+            try:
+                conn.close()
+            except DatabaseError:
+                log.debug("closing an idle thread's connection failed", exc_info=True)
+            finally:
+                conn.dec_thread_sharing()
 
     def _write_trace(self, ctrl: Controller, claim: Claim, started: int) -> None:
         line = f"{os.getpid()} {ctrl.name} {claim.pk} {started} {time.time_ns()}\n"
@@ -238,9 +296,20 @@ class Worker:
 
     # -- loops ---------------------------------------------------------------------------
 
-    def run_steps(self) -> bool:
+    def run_steps(self, force: bool = True) -> bool:
+        """Run the global steps. With force=False (the busy loop) a step runs when it was
+        asked for (its `urgent` event) or STEP_INTERVAL has passed, not after every item."""
+        now = time.monotonic()
+        periodic = force or now - self._steps_at >= STEP_INTERVAL
+        if periodic:
+            self._steps_at = now
         did = False
         for step in self.steps:
+            urgent = step.urgent is not None and step.urgent.is_set()
+            if not (periodic or urgent):
+                continue
+            if step.urgent is not None:
+                step.urgent.clear()  # before the run: a request made during it is kept
             try:
                 did = bool(step.run()) or did
             except Exception:
@@ -257,7 +326,6 @@ class Worker:
             items += [(ctrl, c) for c in self.claim(ctrl, self.batch)]
         if items:
             self._run_items(items)
-            self.processed += len(items)
             did = True
         return did
 
@@ -307,11 +375,12 @@ class Worker:
                         watcher.mark()
                     self._reap(inflight)
                     self._renew_leases(inflight)
-                    did = self.run_steps()
+                    did = self.run_steps(force=False)
                     if self._fill(inflight) or did:
                         continue
                     if inflight:
-                        wait(inflight, timeout=SLICE, return_when=FIRST_COMPLETED)
+                        # Set when a thread finishes or something in this process is woken.
+                        local_wakeup.wait(SLICE)
                         continue
                     due = self.next_due()
                 except DatabaseError:
@@ -323,6 +392,7 @@ class Worker:
                     # Idle on PostgreSQL: don't hold a server connection for nothing. (On
                     # SQLite the connection is a local file handle, and data_version needs it.)
                     close_old_connections()
+                    self.close_thread_connections()
                 pause = IDLE_CAP
                 if due is not None:
                     pause = min(IDLE_CAP, max(0.0, (due - timezone.now()).total_seconds()))
@@ -357,7 +427,6 @@ class Worker:
             for ctrl, claim in items:
                 future = self._pool.submit(self._process_in_thread, ctrl, claim)
                 inflight[future] = (ctrl, claim)
-        self.processed += len(items)
         return bool(items)
 
     def _reap(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> None:
@@ -387,6 +456,20 @@ class Worker:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        self.close_thread_connections()
+
+
+def _keep_or_close(conn: BaseDatabaseWrapper, ok: bool) -> None:
+    """After an item: keep a healthy connection for the thread's next item, else close it."""
+    if conn.connection is None:
+        return
+    if not ok or conn.in_atomic_block:
+        conn.close()
+    elif conn.errors_occurred:
+        if conn.is_usable():
+            conn.errors_occurred = False
+        else:
+            conn.close()
 
 
 def _record_error(obj: Model, message: str) -> None:

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from issuance import events, wakeup
+from issuance import events, scheduler, wakeup
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.models import Challenge, ChallengeState, Event, OrderState
@@ -35,6 +35,10 @@ from issuance.solvers.registry import solver_for
 log = logging.getLogger("issuance.controllers.challenges")
 
 ACCEPTED = "Accepted"
+# After accepting, poll the authorization after FIRST_POLL, then half the time since the
+# answer (a CA usually validates within a second: Pebble in ~50 ms, Let's Encrypt in a few
+# seconds), at most POLL_INTERVAL; after SLOW_POLL_AFTER every SLOW_POLL_INTERVAL.
+FIRST_POLL = timedelta(milliseconds=100)
 POLL_INTERVAL = timedelta(seconds=1)
 SLOW_POLL_INTERVAL = timedelta(seconds=5)
 SLOW_POLL_AFTER = timedelta(seconds=30)
@@ -129,6 +133,7 @@ def finish(challenge: Challenge, state: str, reason: str) -> Result:
             fields = ["state", "reason", "processing", "finished", "next_check_at", "updated_at"]
             challenge.save(update_fields=fields)
             wakeup.wake(challenge.order)
+            scheduler.mark_queue_changed()  # a slot is free
             ok = state == ChallengeState.VALID
             _event(
                 challenge,
@@ -214,7 +219,7 @@ def _accept(challenge: Challenge) -> Result:
     if not _save(challenge, "conditions", "reason"):
         return _stale(challenge)
     _event(challenge, "Accepted", f"accepted {challenge.type} challenge for {challenge.dns_name}")
-    return Result.after(POLL_INTERVAL)
+    return Result.after(FIRST_POLL)
 
 
 def _poll(challenge: Challenge) -> Result:
@@ -235,13 +240,20 @@ def _poll(challenge: Challenge) -> Result:
             ChallengeState.ERRORED,
             f"the CA refused the answer: {accepted.get('message', '')}",
         )
-    # Poll briskly right after accepting (validation usually takes seconds), then gently.
+    return Result.after(poll_delay(challenge, accepted))
+
+
+def poll_delay(challenge: Challenge, accepted: dict[str, Any]) -> timedelta:
+    """Poll briskly right after accepting (validation usually takes well under a second),
+    backing off geometrically to POLL_INTERVAL, then gently after SLOW_POLL_AFTER."""
     since = challenge.scheduled_at or challenge.created_at
     accepted_at = accepted.get("lastTransitionTime")
     if accepted_at:
         since = datetime.fromisoformat(str(accepted_at))
-    slow = timezone.now() - since > SLOW_POLL_AFTER
-    return Result.after(SLOW_POLL_INTERVAL if slow else POLL_INTERVAL)
+    elapsed = timezone.now() - since
+    if elapsed > SLOW_POLL_AFTER:
+        return SLOW_POLL_INTERVAL
+    return min(max(FIRST_POLL, elapsed / 2), POLL_INTERVAL)
 
 
 def _cleanup(challenge: Challenge, solver: Solver) -> Result:

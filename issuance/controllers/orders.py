@@ -35,7 +35,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from issuance import events, faults, wakeup
+from issuance import events, faults, scheduler, wakeup
 from issuance.acme import ratelimit
 from issuance.acme.client import AcmeClient, client_for
 from issuance.acme.errors import AcmeProblemError, problem_reason
@@ -270,6 +270,7 @@ def _ensure_challenges(order: Order, client: AcmeClient) -> str:
         challenge_name = _challenge_name(order, authz["url"])
         try:
             with transaction.atomic():
+                scheduler.mark_queue_changed()  # the scheduler may start it at once
                 Challenge.objects.create(
                     name=challenge_name,
                     order=order,

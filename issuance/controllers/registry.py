@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,9 @@ class Step:
 
     name: str
     run: Callable[[], bool]
+    # Set by whoever makes work for the step; the busy worker loop then runs it at once
+    # (otherwise every STEP_INTERVAL).
+    urgent: threading.Event | None = None
 
 
 def controllers() -> list[Controller]:
@@ -52,6 +56,6 @@ def steps() -> list[Step]:
     from issuance.kube import connector  # a no-op unless KUBE_CONNECTOR=1
 
     return [
-        Step("challenge-scheduler", scheduler.schedule_pass),
+        Step("challenge-scheduler", scheduler.schedule_pass, urgent=scheduler.queue_changed),
         Step("kube-connector", connector.step),
     ]

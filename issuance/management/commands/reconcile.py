@@ -7,8 +7,10 @@ import threading
 from types import FrameType
 from typing import Any
 
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.core.management.base import BaseCommand, CommandParser
 
+from issuance import publish
 from issuance.worker import Worker
 
 
@@ -29,6 +31,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if isinstance(get_channel_layer(), InMemoryChannelLayer):
+            # Without Redis, messages published here reach no browser (the web process has
+            # its own in-memory layer): don't build them.
+            publish.unsubscribe_all()
         worker = Worker(worker_id=options["worker_id"], threads=options["threads"])
         if options["once"]:
             try:
