@@ -45,6 +45,7 @@ from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.controllers.registry import Controller, Step
 from issuance.models import Event
 from issuance.wakeup import local_wakeup
+from issuance.worker_claim import claim_all
 from issuance.worker_listen import Listener, SqliteWatcher
 
 log = logging.getLogger("issuance.worker")
@@ -147,7 +148,8 @@ class Worker:
     def process(self, ctrl: Controller, claim: Claim) -> None:
         manager = ctrl.model._default_manager  # type: ignore[attr-defined]
         for _ in range(INLINE_STEPS):
-            obj = manager.filter(pk=claim.pk, lease_owner=self.worker_id).first()
+            rows = manager.filter(pk=claim.pk, lease_owner=self.worker_id)
+            obj = rows.select_related(*ctrl.related).first()
             if obj is None:
                 return  # deleted, or our lease expired and someone else has it
             # This pass sees the row as read now: only a wake-up after this read is news.
@@ -412,14 +414,7 @@ class Worker:
         free = self.threads - len(inflight) if self._pool is not None else self.batch
         if free <= 0:
             return False
-        # Start with a different controller each time, so none starves the others.
-        self._turn = (self._turn + 1) % max(1, len(self.controllers))
-        order = self.controllers[self._turn :] + self.controllers[: self._turn]
-        items: list[tuple[Controller, Claim]] = []
-        for ctrl in order:
-            if free - len(items) <= 0 or self._stop.is_set():
-                break
-            items += [(ctrl, c) for c in self.claim(ctrl, free - len(items))]
+        items = self._claim_due(free)
         if self._pool is None:
             for ctrl, claim in items:
                 self.process(ctrl, claim)
@@ -428,6 +423,23 @@ class Worker:
                 future = self._pool.submit(self._process_in_thread, ctrl, claim)
                 inflight[future] = (ctrl, claim)
         return bool(items)
+
+    def _claim_due(self, free: int) -> list[tuple[Controller, Claim]]:
+        """Up to `free` due rows over all controllers."""
+        if connection.vendor == "postgresql":
+            now = timezone.now()
+            models = [ctrl.model for ctrl in self.controllers]
+            rows = claim_all(models, free, self.worker_id, now, now + settings.WORKER_LEASE)
+            return [(self.controllers[k], Claim(pk, seq, errors)) for k, pk, seq, errors in rows]
+        # Start with a different controller each time, so none starves the others.
+        self._turn = (self._turn + 1) % max(1, len(self.controllers))
+        order = self.controllers[self._turn :] + self.controllers[: self._turn]
+        items: list[tuple[Controller, Claim]] = []
+        for ctrl in order:
+            if free - len(items) <= 0 or self._stop.is_set():
+                break
+            items += [(ctrl, c) for c in self.claim(ctrl, free - len(items))]
+        return items
 
     def _reap(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> None:
         """Forget finished items; a crash in a thread (SimulatedCrash) ends the worker."""

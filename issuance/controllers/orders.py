@@ -42,7 +42,6 @@ from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
 from issuance.controllers.base import Result, TemporaryError
 from issuance.models import (
-    CertificateRequest,
     Challenge,
     ChallengeState,
     Event,
@@ -420,16 +419,9 @@ def _fail(order: Order, state: str, reason: str) -> Result:
 
 
 def _certificate_name(order: Order) -> str:
-    """The owning Certificate's name (one query, remembered on the instance for this pass)."""
-    cached = getattr(order, "_certificate_name_cache", None)
-    if cached is None:
-        cached = (
-            CertificateRequest.objects.filter(pk=order.request_id)
-            .values_list("certificate__name", flat=True)
-            .first()
-        ) or ""
-        order._certificate_name_cache = cached  # type: ignore[attr-defined]
-    return str(cached)
+    """The owning Certificate's name (the worker loads request and certificate with the order)."""
+    certificate = order.request.certificate
+    return certificate.name if certificate is not None else ""
 
 
 def _event(order: Order, reason: str, message: str, type_: str = Event.NORMAL) -> None:

@@ -19,6 +19,8 @@ class Controller:
     reconcile: Callable[[Any], Result]
     # Per-item error backoff: ACME calls 5 s → 30 min, everything else 1 s → 30 s.
     acme_backoff: bool = False
+    # Related rows the reconcile reads, loaded with the row in one query (select_related).
+    related: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,27 @@ def controllers() -> list[Controller]:
 
     return [
         Controller("issuers", Issuer, issuers.reconcile, acme_backoff=True),
-        Controller("certificates", Certificate, certificates.reconcile),
-        Controller("certificaterequests", CertificateRequest, certificaterequests.reconcile),
-        Controller("orders", Order, orders.reconcile, acme_backoff=True),
-        Controller("challenges", Challenge, challenges.reconcile, acme_backoff=True),
+        Controller("certificates", Certificate, certificates.reconcile, related=("issuer",)),
+        Controller(
+            "certificaterequests",
+            CertificateRequest,
+            certificaterequests.reconcile,
+            related=("issuer", "certificate"),
+        ),
+        Controller(
+            "orders",
+            Order,
+            orders.reconcile,
+            acme_backoff=True,
+            related=("issuer", "request__certificate"),
+        ),
+        Controller(
+            "challenges",
+            Challenge,
+            challenges.reconcile,
+            acme_backoff=True,
+            related=("issuer", "order__request__certificate"),
+        ),
     ]
 
 

@@ -185,7 +185,7 @@ def ensure_order(request: CertificateRequest) -> tuple[Order, bool]:
     except IntegrityError:
         # Another worker (or our previous life) made it: OneToOne on request.
         return Order.objects.get(request=request), False
-    wakeup.wake(order)
+    transaction.on_commit(wakeup.notify_workers)  # created due now
     events.record(
         "Order",
         order.name,
