@@ -67,7 +67,12 @@ def claim_all(
     """
     if not models or limit <= 0:
         return []
-    params = {"now": now, "limit": limit, "owner": owner, "until": until}
+    params: dict[str, datetime | int | str] = {
+        "now": now,
+        "limit": limit,
+        "owner": owner,
+        "until": until,
+    }
     with connection.cursor() as cursor:
         cursor.execute(claim_sql(models), params)
         return [(int(k), pk, int(seq), int(errors)) for k, pk, seq, errors in cursor.fetchall()]
