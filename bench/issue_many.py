@@ -55,6 +55,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds spent by everything on the machine (all cores), from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / TICKS
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -213,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
 
         cpu0 = sum(cpu_seconds(w.popen.pid) for w in workers)
         web_cpu0 = cpu_seconds(web.popen.pid)
+        busy0 = machine_busy_seconds()
         t0 = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
             list(
@@ -239,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
         wall = time.monotonic() - t0
         worker_cpu = sum(cpu_seconds(w.popen.pid) for w in workers) - cpu0
         web_cpu = cpu_seconds(web.popen.pid) - web_cpu0
+        busy = machine_busy_seconds() - busy0
 
         roots = pebble.roots()
         with psycopg.connect(f"{PG}/{args.db}") as conn:
@@ -256,6 +265,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"throughput             {n / wall:.1f} certificates/s")
         print(f"worker CPU             {worker_cpu:.1f} s = {1000 * worker_cpu / n:.1f} ms/cert")
         print(f"web CPU (API+HTTP-01)  {web_cpu:.1f} s = {1000 * web_cpu / n:.1f} ms/cert")
+        print(
+            f"machine CPU (all)      {busy:.1f} s = {1000 * busy / n:.1f} ms/cert"
+            f" ({busy / wall:.2f} of {os.cpu_count()} cores busy)"
+        )
         rss = ", ".join(f"{peak_rss_mb(w.popen.pid):.0f}" for w in workers)
         print(f"worker peak RSS        {rss} MB")
         print(f"web peak RSS           {peak_rss_mb(web.popen.pid):.0f} MB")

@@ -149,7 +149,8 @@ class Worker:
         manager = ctrl.model._default_manager  # type: ignore[attr-defined]
         for _ in range(INLINE_STEPS):
             rows = manager.filter(pk=claim.pk, lease_owner=self.worker_id)
-            obj = rows.select_related(*ctrl.related).first()
+            # By primary key: no ORDER BY/LIMIT (first() would add them).
+            obj = next(iter(rows.select_related(*ctrl.related)), None)
             if obj is None:
                 return  # deleted, or our lease expired and someone else has it
             # This pass sees the row as read now: only a wake-up after this read is news.

@@ -22,7 +22,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db.models.signals import post_save
 from django.utils import timezone
 
 from issuance import events, scheduler, wakeup
@@ -75,17 +76,26 @@ def _event(challenge: Challenge, reason: str, message: str, warning: bool = Fals
 
 
 def _save(challenge: Challenge, *fields: str) -> bool:
-    """Save progress unless the row was finished meanwhile (scheduler timeout); True if saved."""
-    with transaction.atomic():
-        finished = (
-            Challenge.objects.select_for_update()
-            .filter(pk=challenge.pk)
-            .values_list("finished", flat=True)
-            .first()
-        )
-        if finished is None or finished:
-            return False
-        challenge.save(update_fields=[*fields, "updated_at"])
+    """Save progress unless the row was finished meanwhile (scheduler timeout); True if saved.
+
+    One conditional UPDATE instead of locking the row first (a transaction with a SELECT …
+    FOR UPDATE and a save); post_save is sent as save() would, for the live updates.
+    """
+    challenge.updated_at = timezone.now()
+    names = [*fields, "updated_at"]
+    saved = Challenge.objects.filter(pk=challenge.pk, finished=False).update(
+        **{name: getattr(challenge, name) for name in names}
+    )
+    if not saved:
+        return False
+    post_save.send(
+        sender=Challenge,
+        instance=challenge,
+        created=False,
+        update_fields=frozenset(names),
+        raw=False,
+        using=challenge._state.db or DEFAULT_DB_ALIAS,
+    )
     return True
 
 
