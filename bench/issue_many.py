@@ -62,6 +62,19 @@ def machine_busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / TICKS
 
 
+def postgres_seconds() -> float:
+    """CPU seconds of all PostgreSQL server processes alive now (backends come and go)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if "(postgres)" in text:
+            total += cpu_seconds(int(stat.parent.name))
+    return total
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -221,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
         cpu0 = sum(cpu_seconds(w.popen.pid) for w in workers)
         web_cpu0 = cpu_seconds(web.popen.pid)
         busy0 = machine_busy_seconds()
+        pg0 = postgres_seconds()
+        ca_cpu0 = cpu_seconds(pebble.process.popen.pid) + cpu_seconds(dns.process.popen.pid)
         t0 = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
             list(
@@ -248,6 +263,10 @@ def run(args: argparse.Namespace) -> int:
         worker_cpu = sum(cpu_seconds(w.popen.pid) for w in workers) - cpu0
         web_cpu = cpu_seconds(web.popen.pid) - web_cpu0
         busy = machine_busy_seconds() - busy0
+        pg_cpu = postgres_seconds() - pg0
+        ca_cpu = (
+            cpu_seconds(pebble.process.popen.pid) + cpu_seconds(dns.process.popen.pid) - ca_cpu0
+        )
 
         roots = pebble.roots()
         with psycopg.connect(f"{PG}/{args.db}") as conn:
@@ -265,6 +284,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"throughput             {n / wall:.1f} certificates/s")
         print(f"worker CPU             {worker_cpu:.1f} s = {1000 * worker_cpu / n:.1f} ms/cert")
         print(f"web CPU (API+HTTP-01)  {web_cpu:.1f} s = {1000 * web_cpu / n:.1f} ms/cert")
+        print(f"PostgreSQL CPU         {pg_cpu:.1f} s = {1000 * pg_cpu / n:.1f} ms/cert")
+        print(f"Pebble + DNS CPU       {ca_cpu:.1f} s = {1000 * ca_cpu / n:.1f} ms/cert")
         print(
             f"machine CPU (all)      {busy:.1f} s = {1000 * busy / n:.1f} ms/cert"
             f" ({busy / wall:.2f} of {os.cpu_count()} cores busy)"

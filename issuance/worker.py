@@ -47,6 +47,7 @@ from issuance.models import Event
 from issuance.wakeup import local_wakeup
 from issuance.worker_claim import claim_all
 from issuance.worker_listen import Listener, SqliteWatcher
+from issuance.worker_load import Loaders
 
 log = logging.getLogger("issuance.worker")
 
@@ -109,6 +110,7 @@ class Worker:
         # Each pool thread keeps its database connection from item to item (connecting costs
         # more than a typical reconcile); they are closed when the worker idles or stops.
         self._thread_connections: dict[int, BaseDatabaseWrapper] = {}
+        self._loaders = Loaders(self.worker_id)
 
     # -- claiming ------------------------------------------------------------------------
 
@@ -146,11 +148,8 @@ class Worker:
     # -- running one item ----------------------------------------------------------------
 
     def process(self, ctrl: Controller, claim: Claim) -> None:
-        manager = ctrl.model._default_manager  # type: ignore[attr-defined]
         for _ in range(INLINE_STEPS):
-            rows = manager.filter(pk=claim.pk, lease_owner=self.worker_id)
-            # By primary key: no ORDER BY/LIMIT (first() would add them).
-            obj = next(iter(rows.select_related(*ctrl.related)), None)
+            obj = self._loaders.load(ctrl.model, ctrl.related, claim.pk)
             if obj is None:
                 return  # deleted, or our lease expired and someone else has it
             # This pass sees the row as read now: only a wake-up after this read is news.

@@ -1,0 +1,76 @@
+"""Loading a leased row (with the related rows its reconcile reads) by a precompiled query.
+
+Every reconcile starts by loading its row with `select_related`; compiling that query costs
+Django about as much CPU as running it (~0.7 ms for a Challenge with its Order, request,
+Certificate and Issuer), and a certificate takes ~18 reconciles. The statement only differs
+in the primary key, so it is compiled once per thread and controller and then run with new
+parameters; rows become model instances exactly as QuerySet iteration makes them
+(django.db.models.query.ModelIterable: converters, from_db, related populators).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connections
+from django.db.models import Model
+from django.db.models.query import get_related_populators  # type: ignore[attr-defined]
+
+# A primary key no row has; its position in the compiled parameters is where the real one goes.
+_SENTINEL_PK = -7_319_000_000_001
+
+
+class RowLoader:
+    """Loads `model` rows leased by `owner`, with `related` (select_related paths)."""
+
+    def __init__(self, model: type[Model], related: Sequence[str], owner: str) -> None:
+        queryset = model._default_manager.filter(pk=_SENTINEL_PK, lease_owner=owner)
+        queryset = queryset.select_related(*related).order_by()
+        self.db = queryset.db
+        self.compiler = queryset.query.get_compiler(using=self.db)
+        sql, params = self.compiler.as_sql()
+        self.sql = sql
+        self.params = list(params)
+        self.pk_index = self.params.index(_SENTINEL_PK)
+        select, klass_info = self.compiler.select, self.compiler.klass_info
+        assert klass_info is not None
+        self.model_cls: type[Model] = klass_info["model"]
+        fields = klass_info["select_fields"]
+        self.start, self.end = fields[0], fields[-1] + 1
+        self.init_list = [f[0].target.attname for f in select[self.start : self.end]]
+        self.populators = get_related_populators(klass_info, select, self.db)
+
+    def load(self, pk: Any) -> Model | None:
+        params = list(self.params)
+        params[self.pk_index] = pk
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(self.sql, params)
+            rows = cursor.fetchall()
+        for row in self.compiler.results_iter([rows]):
+            obj = self.model_cls.from_db(self.db, self.init_list, row[self.start : self.end])
+            for populator in self.populators:
+                populator.populate(row, obj)
+            return obj
+        return None
+
+
+class Loaders:
+    """One RowLoader per (thread, model): compilers hold their thread's connection."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self._local = threading.local()
+
+    def load(self, model: type[Model], related: Sequence[str], pk: Any) -> Model | None:
+        cache: dict[tuple[type[Model], tuple[str, ...]], RowLoader] | None = getattr(
+            self._local, "cache", None
+        )
+        if cache is None:
+            cache = self._local.cache = {}
+        key = (model, tuple(related))
+        loader = cache.get(key)
+        if loader is None:
+            loader = cache[key] = RowLoader(model, related, self.owner)
+        return loader.load(pk)
