@@ -65,6 +65,7 @@ INLINE_STEPS = 8
 # The busy loop runs the global steps (challenge scheduler, …) at least this often, and at
 # once when a step asks for it (Step.urgent: a challenge was created or freed its slot).
 STEP_INTERVAL = 1.0
+STEP_MIN_GAP = 0.1
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class Worker:
         self._turn = 0
         self._renewed = time.monotonic()
         self._steps_at = 0.0
+        self._step_ran: dict[str, float] = {}
         self._count_lock = threading.Lock()
         # Each pool thread keeps its database connection from item to item (connecting costs
         # more than a typical reconcile); they are closed when the worker idles or stops.
@@ -299,8 +301,9 @@ class Worker:
     # -- loops ---------------------------------------------------------------------------
 
     def run_steps(self, force: bool = True) -> bool:
-        """Run the global steps. With force=False (the busy loop) a step runs when it was
-        asked for (its `urgent` event) or STEP_INTERVAL has passed, not after every item."""
+        """Run the global steps. With force=False (the busy loop) a step runs every
+        STEP_INTERVAL, or sooner when asked for (its `urgent` event), but not more often than
+        every STEP_MIN_GAP: a burst of new challenges makes one scheduling pass, not many."""
         now = time.monotonic()
         periodic = force or now - self._steps_at >= STEP_INTERVAL
         if periodic:
@@ -308,15 +311,26 @@ class Worker:
         did = False
         for step in self.steps:
             urgent = step.urgent is not None and step.urgent.is_set()
-            if not (periodic or urgent):
+            recent = now - self._step_ran.get(step.name, 0.0) < STEP_MIN_GAP
+            if not periodic and (not urgent or recent):
                 continue
             if step.urgent is not None:
                 step.urgent.clear()  # before the run: a request made during it is kept
+            self._step_ran[step.name] = now
             try:
                 did = bool(step.run()) or did
             except Exception:
                 log.exception("step %s failed", step.name)
         return did
+
+    def _urgent_step_wait(self) -> float | None:
+        """Seconds until a step that asked to run may run (None: none asked)."""
+        waits = [
+            STEP_MIN_GAP - (time.monotonic() - self._step_ran.get(step.name, 0.0))
+            for step in self.steps
+            if step.urgent is not None and step.urgent.is_set()
+        ]
+        return max(0.0, min(waits)) if waits else None
 
     def tick(self) -> bool:
         """One pass: the global steps, then one batch of due rows per controller."""
@@ -382,7 +396,8 @@ class Worker:
                         continue
                     if inflight:
                         # Set when a thread finishes or something in this process is woken.
-                        local_wakeup.wait(SLICE)
+                        step_wait = self._urgent_step_wait()
+                        local_wakeup.wait(SLICE if step_wait is None else min(SLICE, step_wait))
                         continue
                     due = self.next_due()
                 except DatabaseError:
@@ -398,6 +413,9 @@ class Worker:
                 pause = IDLE_CAP
                 if due is not None:
                     pause = min(IDLE_CAP, max(0.0, (due - timezone.now()).total_seconds()))
+                step_wait = self._urgent_step_wait()
+                if step_wait is not None:
+                    pause = min(pause, step_wait)
                 self._sleep(pause, listener, watcher)
             while inflight:  # stopping: finish what is in flight, keeping its leases
                 wait(inflight, timeout=SLICE)
