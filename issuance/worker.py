@@ -34,11 +34,10 @@ from django.db import (
     transaction,
 )
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Case, DateTimeField, F, Min, Model, Q, QuerySet, Value, When
-from django.db.models.functions import Least
+from django.db.models import Min, Model, Q, QuerySet
 from django.utils import timezone
 
-from issuance import events
+from issuance import events, worker_claim
 from issuance.backoff import error_backoff
 from issuance.controllers import registry
 from issuance.controllers.base import PermanentError, Result, TemporaryError
@@ -208,23 +207,9 @@ class Worker:
         errors: int = 0,
     ) -> None:
         """Give the row back with its next due time, unless someone woke it meanwhile."""
-        now = timezone.now()
-        woken = ~Q(wake_seq=claim.wake_seq)
-        if after is None:
-            due: Any = Case(
-                When(woken, then=F("due_at")),
-                default=Value(None, output_field=DateTimeField()),
-            )
-        else:
-            at = Value(now + after, output_field=DateTimeField())
-            due = Case(When(woken, then=Least(F("due_at"), at)), default=at)
-        manager = ctrl.model._default_manager  # type: ignore[attr-defined]
-        manager.filter(pk=claim.pk, lease_owner=self.worker_id).update(
-            due_at=due,
-            lease_owner="",
-            lease_until=None,
-            error_count=errors,
-            last_error=error[:4000],
+        at = None if after is None else timezone.now() + after
+        worker_claim.release(
+            ctrl.model, claim.pk, self.worker_id, claim.wake_seq, at, errors, error[:4000]
         )
 
     def _run_items(self, items: list[tuple[Controller, Claim]]) -> None:
