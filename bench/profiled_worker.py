@@ -1,10 +1,6 @@
 """`manage.py reconcile` with every reconcile thread profiled (cProfile per thread, merged).
 
     python bench/profiled_worker.py OUT.prof     (bench/issue_many.py --profile OUT.prof)
-    python bench/profiled_worker.py "" --keep-connections   (an experiment: threads keep
-        their database connection instead of reconnecting for every item)
-    python bench/profiled_worker.py "" --poll-ms 100   (an experiment: the challenges
-        controller polls an accepted challenge every 100 ms instead of 1 s)
 
 Stops on SIGTERM/SIGINT like the real command and then writes the merged profile.
 """
@@ -52,15 +48,13 @@ def _profiled(self: Any, ctrl: Any, claim: Any) -> None:
 def main() -> None:
     out = sys.argv[1]
     worker_module.Worker.process = _profiled  # type: ignore[method-assign]
-    if "--poll-ms" in sys.argv:
-        from datetime import timedelta
+    # As `manage.py reconcile`: no live-update work without a channel layer that reaches out.
+    from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-        from issuance.controllers import challenges
+    from issuance import publish
 
-        ms = float(sys.argv[sys.argv.index("--poll-ms") + 1])
-        challenges.POLL_INTERVAL = timedelta(milliseconds=ms)
-    if "--keep-connections" in sys.argv:
-        worker_module.Worker._process_in_thread = worker_module.Worker.process  # type: ignore[method-assign]
+    if isinstance(get_channel_layer(), InMemoryChannelLayer):
+        publish.unsubscribe_all()
     worker = worker_module.Worker()
     stop = threading.Event()
 
