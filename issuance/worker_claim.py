@@ -4,8 +4,9 @@ The portable claim (issuance.worker.Worker.claim) costs a transaction with a SEL
 UPDATE SKIP LOCKED and an UPDATE per table, even for tables with nothing due; with five
 tables that was ~15 round trips every time a thread became free. Here one statement locks
 up to `limit` due, unleased rows per table (SKIP LOCKED: rows another worker is claiming are
-passed over), keeps the `limit` oldest by due time across all tables, leases them and
-returns them. Rows locked but not kept are unlocked when the statement ends, unleased.
+passed over), keeps `limit` of them taking turns between the tables (oldest first within
+each), leases them and returns them. Rows locked but not kept are unlocked, unleased, when
+the statement ends.
 """
 
 from __future__ import annotations
@@ -30,8 +31,13 @@ _UPDATED = (
     " RETURNING {i} AS k, {pk} AS id, wake_seq, error_count, due_at)"
 )
 _RETURNED = "SELECT k, id, wake_seq, error_count, due_at FROM u{i}"
+# Taken round-robin over the tables (each one's oldest first, then each one's second, …), so
+# a long backlog of one kind (a renewal storm of Certificates) cannot hold back the others
+# (the Challenges and Orders that finish the issuances already started).
 _STATEMENT = (
-    "WITH {locked}, pick AS MATERIALIZED ({picked} ORDER BY due_at LIMIT %(limit)s), {updated}"
+    "WITH {locked}, pick AS MATERIALIZED (SELECT k, id, due_at FROM ("
+    "SELECT k, id, due_at, row_number() OVER (PARTITION BY k ORDER BY due_at) AS turn"
+    " FROM ({picked}) AS due) AS ranked ORDER BY turn, due_at LIMIT %(limit)s), {updated}"
     " SELECT k, id, wake_seq, error_count FROM ({returned}) AS claimed ORDER BY due_at"
 )
 

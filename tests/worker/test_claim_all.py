@@ -82,3 +82,17 @@ def test_inline_steps_are_bounded() -> None:
     assert len(calls) == INLINE_STEPS
     row = Certificate.objects.get(pk=cert.pk)
     assert row.lease_owner == "" and row.due_at is not None and row.due_at <= timezone.now()
+
+
+@pytest.mark.postgres
+def test_claim_all_takes_turns_between_tables() -> None:
+    """A backlog of one kind does not hold back another kind's newer due rows."""
+    issuer = make_selfsigned_issuer()
+    certs = [make_certificate(f"old{i}", issuer) for i in range(5)]
+    for i, cert in enumerate(certs):
+        _due(Certificate, cert.pk, 100 - i)
+    _due(Issuer, issuer.pk, 1)  # the newest due row of all
+    now = timezone.now()
+    got = claim_all([Issuer, Certificate], 2, "w1", now, now + timedelta(minutes=5))
+    assert sorted(k for k, _, _, _ in got) == [0, 1]
+    assert {pk for k, pk, _, _ in got if k == 1} == {certs[0].pk}
