@@ -41,10 +41,10 @@ def reconcile(cert: Certificate) -> Result:
     # Key manager: the next key is stored before any request is made with it.
     if issuing.ensure_next_key(view):
         return Result.now()
-    # Request manager: one request per revision, ever.
-    if issuing.ensure_request(view) is not None:
-        return Result.now()
-    return Result.done()  # the request's controller wakes us when it is final
+    # Request manager: one request per revision, ever. Either way the request's controller
+    # wakes us when it is final (a pass right after creating it would find nothing to do).
+    issuing.ensure_request(view)
+    return Result.done()
 
 
 # -- readiness -------------------------------------------------------------------------
