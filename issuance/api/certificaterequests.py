@@ -80,15 +80,15 @@ class CertificateRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin
 
     def get_queryset(self) -> Any:
         qs = CertificateRequest.objects.select_related("certificate").order_by("-created_at", "-id")
-        for param, lookup in (
-            ("certificate", "certificate__name"),
-            ("approval", "approval"),
-            ("state", "state"),
-            ("issuer", "issuer__name"),
-        ):
-            value = self.query_param(param)
-            if value:
-                qs = qs.filter(**{lookup: value})
+        qs = self.filter_exact(
+            qs,
+            (
+                ("certificate", "certificate__name"),
+                ("approval", "approval"),
+                ("state", "state"),
+                ("issuer", "issuer__name"),
+            ),
+        )
         return qs
 
     @extend_schema(

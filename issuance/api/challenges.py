@@ -41,15 +41,15 @@ class ChallengeViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resourc
 
     def get_queryset(self) -> Any:
         qs = Challenge.objects.select_related("order").order_by("created_at", "id")
-        for param, lookup in (
-            ("order", "order__name"),
-            ("dnsName", "dns_name"),
-            ("type", "type"),
-            ("state", "state"),
-        ):
-            value = self.query_param(param)
-            if value:
-                qs = qs.filter(**{lookup: value})
+        qs = self.filter_exact(
+            qs,
+            (
+                ("order", "order__name"),
+                ("dnsName", "dns_name"),
+                ("type", "type"),
+                ("state", "state"),
+            ),
+        )
         processing = self.query_param("processing").lower()
         if processing in {"true", "false"}:
             qs = qs.filter(processing=processing == "true")

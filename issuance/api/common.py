@@ -121,6 +121,18 @@ class ResourceViewSet(viewsets.GenericViewSet[Any]):
     def query_param(self, name: str) -> str:
         return str(self.request.query_params.get(name) or "").strip()
 
+    def filter_exact(self, qs: Any, params: tuple[tuple[str, str], ...]) -> Any:
+        """Apply `?param=value` as `lookup=value` for each (param, lookup) that is given."""
+        return filter_exact(self.request, qs, params)
+
+
+def filter_exact(request: Request, qs: Any, params: tuple[tuple[str, str], ...]) -> Any:
+    for param, lookup in params:
+        value = str(request.query_params.get(param) or "").strip()
+        if value:
+            qs = qs.filter(**{lookup: value})
+    return qs
+
 
 def read_write_body(request: Request, kinds: tuple[str, ...]) -> dict[str, Any]:
     serializer = ResourceWriteSerializer(data=request.data, kinds=kinds)

@@ -9,7 +9,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from issuance.api.common import LimitedJSONParser
+from issuance.api.common import LimitedJSONParser, filter_exact
 from issuance.models import Event
 
 
@@ -35,17 +35,18 @@ class EventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     def get_queryset(self) -> Any:
         qs = Event.objects.order_by("-created_at", "-id")
-        for param, lookup in (
-            ("kind", "kind"),
-            ("name", "name"),
-            ("certificate", "certificate_name"),
-            ("type", "type"),
-            ("reason", "reason"),
-            ("actor", "actor"),
-        ):
-            value = str(self.request.query_params.get(param) or "").strip()
-            if value:
-                qs = qs.filter(**{lookup: value})
+        qs = filter_exact(
+            self.request,
+            qs,
+            (
+                ("kind", "kind"),
+                ("name", "name"),
+                ("certificate", "certificate_name"),
+                ("type", "type"),
+                ("reason", "reason"),
+                ("actor", "actor"),
+            ),
+        )
         return qs
 
     @extend_schema(

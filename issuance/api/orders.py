@@ -51,14 +51,14 @@ class OrderViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ResourceVie
         qs = Order.objects.select_related("request", "request__certificate").order_by(
             "-created_at", "-id"
         )
-        for param, lookup in (
-            ("request", "request__name"),
-            ("certificate", "request__certificate__name"),
-            ("state", "state"),
-        ):
-            value = self.query_param(param)
-            if value:
-                qs = qs.filter(**{lookup: value})
+        qs = self.filter_exact(
+            qs,
+            (
+                ("request", "request__name"),
+                ("certificate", "request__certificate__name"),
+                ("state", "state"),
+            ),
+        )
         return qs
 
     @extend_schema(
