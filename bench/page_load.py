@@ -24,6 +24,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.pgdb import ensure_database  # noqa: E402
+
 os.environ.setdefault("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/web_bench")
 os.environ.setdefault("KEY_ENCRYPTION_KEY", "6v2yQWZ1aH1m0Vn3m4bC8Kk0mJtq1o4c4Yq0lYbV1xk=")
 os.environ.setdefault("SECRET_KEY", "bench-only-secret")
@@ -34,17 +37,6 @@ EVENTS_PER_CERT = 5
 RUNS = 20
 TARGET_MS = 300.0
 BATCH = 2000
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    dbname = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{dbname}"')
 
 
 def fill() -> None:

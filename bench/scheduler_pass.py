@@ -21,6 +21,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.pgdb import ensure_database  # noqa: E402
+
 os.environ.setdefault("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/chal_bench")
 os.environ.setdefault("KEY_ENCRYPTION_KEY", "bench-only-key")
 os.environ.setdefault("SECRET_KEY", "bench-only-secret")
@@ -30,17 +33,6 @@ QUEUED = int(os.environ.get("BENCH_QUEUED", "100000"))
 HISTORY = int(os.environ.get("BENCH_HISTORY", "50000"))
 ISSUERS = 4
 RUNS = 7
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    dbname = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{dbname}"')
 
 
 def main() -> None:

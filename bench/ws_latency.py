@@ -30,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.pgdb import ensure_database  # noqa: E402
+
 os.environ.setdefault("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/ws_bench")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/6")
 os.environ.setdefault("KEY_ENCRYPTION_KEY", "bench-only-key")
@@ -39,19 +42,6 @@ os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
 CERT_NAME = "ws-bench"
-
-
-def ensure_database(url: str) -> None:
-    if not url.startswith("postgres"):
-        return
-    import psycopg
-
-    dbname = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{dbname}"')
 
 
 def setup_data() -> str:
