@@ -1,13 +1,31 @@
-"""Recording Events (the timeline) and telling the live layer about them."""
+"""Recording Events (the timeline) and telling the live layer about them.
+
+Inside `batched()` (the worker wraps each reconcile pass in it) entries are written together
+when the block ends, in one INSERT, instead of one INSERT each: an issuance records ~18
+entries over ~16 passes, and those single-row INSERTs were the most frequent statement of
+bulk issuance. An entry recorded inside a transaction joins the batch only if that
+transaction commits (a rolled-back step leaves no trace). The cost: a worker killed in the
+few milliseconds between a step's commit and the end of its pass loses that pass's
+timeline entries; the state they describe is stored either way. Outside `batched()` (web
+requests, commands, tests calling controllers) every entry is written at once.
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
 
 from issuance import publish
 from issuance.models import Event
 
 log = logging.getLogger("issuance.events")
+
+_local = threading.local()
 
 
 def record(
@@ -20,7 +38,7 @@ def record(
     actor: str = "",
     certificate_name: str = "",
 ) -> Event:
-    event = Event.objects.create(
+    event = Event(
         kind=kind,
         name=name,
         reason=reason,
@@ -28,7 +46,43 @@ def record(
         type=type_,
         actor=actor,
         certificate_name=certificate_name,
+        created_at=timezone.now(),
     )
     log.info("%s/%s %s: %s%s", kind, name, reason, message, f" (by {actor})" if actor else "")
-    publish.event_recorded(event)
+    batch: list[Event] | None = getattr(_local, "batch", None)
+    if batch is None:
+        event.save()
+        publish.event_recorded(event)
+    elif connection.in_atomic_block:
+        transaction.on_commit(lambda: batch.append(event))
+    else:
+        batch.append(event)
     return event
+
+
+@contextmanager
+def batched() -> Iterator[None]:
+    """Write the entries recorded in this block (this thread) together when it ends."""
+    # Nested: the outer block writes. Already inside a transaction (a test's, or a caller's
+    # that may roll back): an entry could not wait for its own commit, so no batching.
+    if getattr(_local, "batch", None) is not None or connection.in_atomic_block:
+        yield
+        return
+    batch: list[Event] = []
+    _local.batch = batch
+    try:
+        yield
+    finally:
+        _local.batch = None
+        if batch:
+            write(batch)
+
+
+def write(batch: list[Event]) -> None:
+    try:
+        Event.objects.bulk_create(batch)
+    except DatabaseError:
+        log.exception("could not record %d timeline entries", len(batch))
+        return
+    for event in batch:
+        publish.event_recorded(event)

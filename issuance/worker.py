@@ -171,7 +171,8 @@ class Worker:
             self.processed += 1
         try:
             try:
-                result = ctrl.reconcile(obj)
+                with events.batched():  # the pass's timeline entries: one INSERT at its end
+                    result = ctrl.reconcile(obj)
             finally:
                 if self._trace:  # test-only: the span ends before the lease is released
                     self._write_trace(ctrl, claim, started)
@@ -254,7 +255,11 @@ class Worker:
             self._thread_connections[threading.get_ident()] = conn
         ok = False
         try:
-            self.process(ctrl, claim)
+            if self._stop.is_set():
+                # Claimed ahead and still queued at a stop: give it back, due as it was.
+                self.release(ctrl, claim, timedelta(0))
+            else:
+                self.process(ctrl, claim)
             ok = True
         finally:
             _keep_or_close(conn, ok)
@@ -413,9 +418,17 @@ class Worker:
             log.info("worker %s stopped", self.worker_id)
 
     def _fill(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> bool:
-        """Claim up to the free threads' worth of due rows and start them. True if any."""
-        free = self.threads - len(inflight) if self._pool is not None else self.batch
-        if free <= 0:
+        """Claim due rows when a thread is free and start them. True if any.
+
+        With a thread pool it claims for the free threads and one more round for every
+        thread, which wait in the pool's queue: under load a claim (one statement over five
+        tables) then serves several items instead of one each time a thread frees up.
+        """
+        if self._pool is None:
+            free = self.batch
+        elif len(inflight) < self.threads:
+            free = 2 * self.threads - len(inflight)
+        else:
             return False
         items = self._claim_due(free)
         if self._pool is None:

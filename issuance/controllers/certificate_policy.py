@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Max, Q, Subquery
 
 from issuance.durations import DurationError, parse_duration
 from issuance.models import Certificate, CertificateRequest, Secret
@@ -62,9 +62,24 @@ def load_view(cert: Certificate, now: datetime) -> CertView:
             key_pem = secret.tls_key
         except DecryptionError:
             key_pem = ""
-    requests = CertificateRequest.objects.filter(certificate=cert).select_related("issuer")
-    current = requests.filter(revision=cert.revision).first() if cert.revision is not None else None
-    latest = requests.order_by("-revision").first()
+    # The current and the newest request in one query (usually the same row).
+    newest = (
+        CertificateRequest.objects.filter(certificate=cert)
+        .order_by("-revision")
+        .values("revision")[:1]
+    )
+    wanted = Q(revision=Subquery(newest))
+    if cert.revision is not None:
+        wanted |= Q(revision=cert.revision)
+    rows = list(
+        CertificateRequest.objects.filter(wanted, certificate=cert)
+        .select_related("issuer")
+        .order_by("-revision")
+    )
+    latest = rows[0] if rows else None
+    current = None
+    if cert.revision is not None:
+        current = next((r for r in rows if r.revision == cert.revision), None)
     target = (
         latest if latest is not None and (latest.revision or 0) > (cert.revision or 0) else None
     )
