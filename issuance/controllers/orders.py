@@ -4,8 +4,8 @@ Each reconcile does at most one ACME write (plus the reads that follow it) and r
 where it got to after every step:
 
     pass 1  (no url) ──newOrder──▶ pending; read the authorizations, create Challenges
-    pass 2  (woken when every Challenge is valid) re-sync ──▶ ready ──finalize(CSR)──▶
-            processing (or valid)
+    pass 2  (woken when every Challenge is valid) finalize(CSR) ──▶ processing (or valid;
+            orderNotReady: read the order and try again when it is ready)
     pass 3+ poll (50 ms, backing off) ──▶ valid; download the chain ──▶ valid + certificate
             (final; the request is woken)
 
@@ -314,10 +314,9 @@ def _check_challenges(order: Order, client: AcmeClient) -> Result:
         return _fail(order, state, reason)
     if len(rows) < len(pending) or any(c.state != ChallengeState.VALID for c in rows):
         return Result.after(PENDING_RECHECK)
-    # Every authorization is valid on our side: ask the CA where the order stands, and
-    # finalize in the same pass when it is ready (the pass's one write).
-    result = _sync(order, client.get_order(order.url))
-    return _finalize(order, client) if order.state == OrderState.READY else result
+    # Every authorization is valid on our side, so the order is ready: finalize right away.
+    # A CA that has not caught up answers orderNotReady and _finalize reads the order.
+    return _finalize(order, client)
 
 
 def _sync(order: Order, acme: dict[str, Any], *, event_reason: str = "", note: str = "") -> Result:
