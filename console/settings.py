@@ -96,6 +96,7 @@ TEMPLATES = [
 
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
 DATABASE_POOL_MAX_SIZE = int(os.environ.get("DATABASE_POOL_MAX_SIZE", "20"))
+DATABASE_PREPARE_THRESHOLD = int(os.environ.get("DATABASE_PREPARE_THRESHOLD", "5"))
 _db: dict[str, Any] = dict(dj_database_url.parse(DATABASE_URL, conn_max_age=0))
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web threads read while the worker writes; IMMEDIATE avoids
@@ -117,7 +118,12 @@ elif _db["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE
         "timeout": 30,
     }
 if _db["ENGINE"] == "django.db.backends.postgresql":
+    # Parameters bound by the server, and statements run DATABASE_PREPARE_THRESHOLD times on a
+    # connection prepared there (parsed and planned once): the worker repeats a few dozen
+    # statement shapes. 0 turns preparing off (PgBouncer in transaction mode needs that).
     _db.setdefault("OPTIONS", {})["server_side_binding"] = True
+    if DATABASE_PREPARE_THRESHOLD > 0:
+        _db["OPTIONS"]["prepare_threshold"] = DATABASE_PREPARE_THRESHOLD
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -80,7 +80,10 @@ def batched() -> Iterator[None]:
 
 def write(batch: list[Event]) -> None:
     try:
-        Event.objects.bulk_create(batch)
+        if len(batch) == 1:
+            batch[0].save()  # one INSERT; bulk_create would wrap it in BEGIN … COMMIT
+        else:
+            Event.objects.bulk_create(batch)
     except DatabaseError:
         log.exception("could not record %d timeline entries", len(batch))
         return
