@@ -9,8 +9,10 @@ from datetime import datetime
 from typing import Any, ClassVar, Self, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
+
+from issuance.models.fastsave import update_fields_save
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
@@ -67,6 +69,19 @@ class Resource(models.Model):
 
     def __str__(self) -> str:
         return f"{self.KIND or type(self).__name__}/{self.name}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        update_fields = kwargs.get("update_fields")
+        if (
+            update_fields is not None
+            and not args
+            and set(kwargs) <= {"update_fields", "using"}
+            and update_fields_save(
+                self, update_fields, kwargs.get("using") or self._state.db or DEFAULT_DB_ALIAS
+            )
+        ):
+            return
+        super().save(*args, **kwargs)
 
     # -- conditions ---------------------------------------------------------
     def get_condition(self, type_: str) -> dict[str, Any] | None:
