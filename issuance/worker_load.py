@@ -11,29 +11,34 @@ parameters; rows become model instances exactly as QuerySet iteration makes them
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import connections
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators  # type: ignore[attr-defined]
 
 # A primary key no row has; its position in the compiled parameters is where the real one goes.
 _SENTINEL_PK = -7_319_000_000_001
 
 
-class RowLoader:
-    """Loads `model` rows leased by `owner`, with `related` (select_related paths)."""
+class CompiledQuery:
+    """A QuerySet compiled once with stand-in values, then run with real ones.
 
-    def __init__(self, model: type[Model], related: Sequence[str], owner: str) -> None:
-        queryset = model._default_manager.filter(pk=_SENTINEL_PK, lease_owner=owner)
-        queryset = queryset.select_related(*related).order_by()
+    `build(*stand_ins)` makes the QuerySet; every parameter equal to a stand-in is replaced
+    by the matching real value on each run. Compilers hold their thread's connection: keep
+    one instance per thread (`compiled()` does).
+    """
+
+    def __init__(self, queryset: QuerySet[Any], stand_ins: Sequence[Any]) -> None:
         self.db = queryset.db
         self.compiler = queryset.query.get_compiler(using=self.db)
         sql, params = self.compiler.as_sql()
         self.sql = sql
         self.params = list(params)
-        self.pk_index = self.params.index(_SENTINEL_PK)
+        self.slots = [[i for i, p in enumerate(self.params) if p == s] for s in stand_ins]
+        if not all(self.slots):
+            raise ValueError(f"a stand-in value is not a parameter of {sql}")
         select, klass_info = self.compiler.select, self.compiler.klass_info
         assert klass_info is not None
         self.model_cls: type[Model] = klass_info["model"]
@@ -42,18 +47,47 @@ class RowLoader:
         self.init_list = [f[0].target.attname for f in select[self.start : self.end]]
         self.populators = get_related_populators(klass_info, select, self.db)
 
-    def load(self, pk: Any) -> Model | None:
+    def fetch(self, *values: Any) -> list[Model]:
         params = list(self.params)
-        params[self.pk_index] = pk
+        for slots, value in zip(self.slots, values, strict=True):
+            for i in slots:
+                params[i] = value
         with connections[self.db].cursor() as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchall()
+        found = []
         for row in self.compiler.results_iter([rows]):
             obj = self.model_cls.from_db(self.db, self.init_list, row[self.start : self.end])
             for populator in self.populators:
                 populator.populate(row, obj)
-            return obj
-        return None
+            found.append(obj)
+        return found
+
+
+_compiled = threading.local()
+
+
+def compiled(key: str, build: Callable[..., QuerySet[Any]], *stand_ins: Any) -> CompiledQuery:
+    """This thread's CompiledQuery for `key` (built from `build(*stand_ins)` the first time)."""
+    cache: dict[str, CompiledQuery] | None = getattr(_compiled, "cache", None)
+    if cache is None:
+        cache = _compiled.cache = {}
+    query = cache.get(key)
+    if query is None:
+        query = cache[key] = CompiledQuery(build(*stand_ins), stand_ins)
+    return query
+
+
+class RowLoader(CompiledQuery):
+    """Loads `model` rows leased by `owner`, with `related` (select_related paths)."""
+
+    def __init__(self, model: type[Model], related: Sequence[str], owner: str) -> None:
+        queryset = model._default_manager.filter(pk=_SENTINEL_PK, lease_owner=owner)
+        super().__init__(queryset.select_related(*related).order_by(), [_SENTINEL_PK])
+
+    def load(self, pk: Any) -> Model | None:
+        rows = self.fetch(pk)
+        return rows[0] if rows else None
 
 
 class Loaders:
