@@ -19,6 +19,7 @@ from issuance.controllers.registry import Controller
 from issuance.models import Certificate, Event
 from issuance.worker import Worker
 from tests.factories import make_certificate, make_selfsigned_issuer
+from tests.worker.threads import run_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -108,14 +109,7 @@ def test_claims_ahead_and_gives_queued_items_back_when_stopping(
     for i in range(6):
         make_certificate(f"ahead-{i}", issuer)
 
-    def target() -> None:
-        try:
-            worker.run(stop)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
+    thread = run_in_thread(worker, stop)
     deadline = time.monotonic() + 10
     while len(started) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -13,6 +13,7 @@ from issuance.models import Certificate, CertificateState
 from issuance.wakeup import wake
 from issuance.worker import Worker
 from tests.factories import make_certificate, make_selfsigned_issuer
+from tests.worker.threads import run_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 EC = {"algorithm": "ECDSA", "size": 256}
@@ -37,14 +38,7 @@ def running() -> Iterator[tuple[Worker, threading.Event, threading.Thread]]:
     worker = Worker(threads=2)
     stop = threading.Event()
 
-    def target() -> None:
-        try:
-            worker.run(stop)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
+    thread = run_in_thread(worker, stop)
     yield worker, stop, thread
     stop.set()
     worker.stop()
@@ -119,14 +113,7 @@ def test_slow_item_does_not_block_the_others() -> None:
     worker.steps = []
     stop = threading.Event()
 
-    def target() -> None:
-        try:
-            worker.run(stop)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
+    thread = run_in_thread(worker, stop)
     try:
         assert slow_started.wait(10)
         for i in range(5):
