@@ -15,10 +15,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from console.routing import websocket_urlpatterns  # noqa: E402
+from issuance.solvers.http01_asgi import AcmeChallengeApp  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_application,
+        # HTTP-01 token answers before Django's request machinery (see http01_asgi).
+        "http": AcmeChallengeApp(django_application),
         # Session-authenticated, and only from pages of this site (no cross-site hijacking).
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
