@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from issuance.models import Certificate, CertificateRequest
 from issuance.models.base import ImmutableSpecError
+from issuance.models.fastsave import update_where
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db
@@ -70,3 +71,17 @@ def test_expressions_and_immutable_specs_keep_djangos_behaviour() -> None:
     request.spec = {"request": "changed"}
     with pytest.raises(ImmutableSpecError):
         request.save(update_fields=["spec"])
+
+
+def test_update_where_changes_the_row_only_while_it_matches() -> None:
+    cert = make_certificate("cond", make_selfsigned_issuer())
+    cert.state = "Issuing"
+    with CaptureQueriesContext(connection) as ctx:
+        assert update_where(cert, ["state"], "default", failed_issuance_attempts=None) == 0
+    assert len(ctx.captured_queries) == 1  # NULL never equals: nothing changed
+    Certificate.objects.filter(pk=cert.pk).update(failed_issuance_attempts=2)
+    assert update_where(cert, ["state"], "default", failed_issuance_attempts=3) == 0
+    assert Certificate.objects.get(pk=cert.pk).state != "Issuing"
+    assert update_where(cert, ["state"], "default", failed_issuance_attempts=2) == 1
+    assert Certificate.objects.get(pk=cert.pk).state == "Issuing"
+    assert update_where(cert, ["no_such_field"], "default") is None  # caller falls back

@@ -30,6 +30,7 @@ from issuance import events, scheduler, wakeup
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.models import Challenge, ChallengeState, Event, OrderState
+from issuance.models.fastsave import update_where
 from issuance.solvers.base import Solver, SolverConfigError
 from issuance.solvers.registry import solver_for
 
@@ -83,9 +84,12 @@ def _save(challenge: Challenge, *fields: str) -> bool:
     """
     challenge.updated_at = timezone.now()
     names = [*fields, "updated_at"]
-    saved = Challenge.objects.filter(pk=challenge.pk, finished=False).update(
-        **{name: getattr(challenge, name) for name in names}
-    )
+    using = challenge._state.db or DEFAULT_DB_ALIAS
+    saved = update_where(challenge, names, using, finished=False)
+    if saved is None:  # not expressible as the precompiled UPDATE
+        saved = Challenge.objects.filter(pk=challenge.pk, finished=False).update(
+            **{name: getattr(challenge, name) for name in names}
+        )
     if not saved:
         return False
     post_save.send(
@@ -94,7 +98,7 @@ def _save(challenge: Challenge, *fields: str) -> bool:
         created=False,
         update_fields=frozenset(names),
         raw=False,
-        using=challenge._state.db or DEFAULT_DB_ALIAS,
+        using=using,
     )
     return True
 

@@ -137,6 +137,21 @@ class Resource(models.Model):
         return changed
 
 
+def _snapshot(value: Any) -> Any:
+    """A deep copy of a JSON-like value (what spec columns hold) for the immutability check.
+
+    Taken on every load of every immutable row (the worker loads Orders and requests with
+    each Challenge); copy.deepcopy's generality made it a visible share of the worker's CPU.
+    """
+    if isinstance(value, dict):
+        return {k: _snapshot(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_snapshot(v) for v in value]
+    if isinstance(value, str | int | float | bool | None):
+        return value
+    return copy.deepcopy(value)
+
+
 class ImmutableSpecMixin(models.Model):
     """Spec (and the columns derived from it) cannot change once the row exists."""
 
@@ -152,7 +167,7 @@ class ImmutableSpecMixin(models.Model):
     def from_db(cls, db: str | None, field_names: Collection[str], values: Collection[Any]) -> Self:
         instance = super().from_db(db, field_names, values)
         instance._original = {
-            f: copy.deepcopy(instance.__dict__[f])
+            f: _snapshot(instance.__dict__[f])
             for f in cls._immutable_attnames()
             if f in instance.__dict__
         }
@@ -180,9 +195,7 @@ class ImmutableSpecMixin(models.Model):
             if changed:
                 raise ImmutableSpecError(type(self).__name__, getattr(self, "name", "?"), changed)
         super().save(*args, **kwargs)
-        self._original = {
-            f: copy.deepcopy(self.__dict__.get(f)) for f in self._immutable_attnames()
-        }
+        self._original = {f: _snapshot(self.__dict__.get(f)) for f in self._immutable_attnames()}
 
 
 class Reconciled(models.Model):

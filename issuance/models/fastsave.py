@@ -19,14 +19,19 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 from django.db.models.signals import post_save, pre_save
 
-_statements: dict[tuple[type[Model], str, frozenset[str]], tuple[str, list[Field[Any, Any]]]] = {}
+_Statement = tuple[str, list[Field[Any, Any]], list[Field[Any, Any]]]
+_statements: dict[tuple[type[Model], str, frozenset[str], tuple[str, ...]], _Statement] = {}
 _lock = threading.Lock()
 
 
 def _statement(
-    model: type[Model], connection: BaseDatabaseWrapper, names: frozenset[str]
-) -> tuple[str, list[Field[Any, Any]]] | None:
-    key = (model, connection.vendor, names)
+    model: type[Model],
+    connection: BaseDatabaseWrapper,
+    names: frozenset[str],
+    conditions: tuple[str, ...] = (),
+) -> _Statement | None:
+    """UPDATE … SET <names> WHERE pk = %s [AND <condition> = %s …], built once."""
+    key = (model, connection.vendor, names, conditions)
     found = _statements.get(key)
     if found is not None:
         return found
@@ -42,14 +47,59 @@ def _statement(
         if field is None or field is pk or field.primary_key:
             return None  # Model.save explains the mistake
         fields.append(field)
+    checked = []
+    for name in conditions:
+        field = by_name.get(name)
+        if field is None:
+            return None
+        checked.append(field)
     quote = connection.ops.quote_name
     # Only quoted names from the model's metadata go into the text; every value is a parameter.
     assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
-    where = f"{quote(pk.column)} = %s"  # type: ignore[union-attr]
+    where = " AND ".join(
+        [f"{quote(pk.column)} = %s"] + [f"{quote(f.column)} = %s" for f in checked]  # type: ignore[union-attr]
+    )
     sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {where}"  # noqa: S608
     with _lock:
-        _statements[key] = (sql, fields)
-    return sql, fields
+        _statements[key] = (sql, fields, checked)
+    return sql, fields, checked
+
+
+def _run(
+    instance: Model,
+    statement: _Statement,
+    connection: BaseDatabaseWrapper,
+    condition_values: tuple[Any, ...] = (),
+) -> int:
+    sql, fields, checked = statement
+    values = [f.get_db_prep_save(f.pre_save(instance, False), connection) for f in fields]
+    wanted = [
+        f.get_db_prep_value(v, connection) for f, v in zip(checked, condition_values, strict=True)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*values, instance.pk, *wanted])
+        return int(cursor.rowcount)
+
+
+def _has_expression(instance: Model, fields: list[Field[Any, Any]]) -> bool:
+    return any(hasattr(getattr(instance, f.attname), "resolve_expression") for f in fields)
+
+
+def update_where(
+    instance: Model, update_fields: Iterable[str], using: str, **conditions: Any
+) -> int | None:
+    """UPDATE these fields of the row only while it still matches `conditions` (equality);
+    the number of rows changed, or None when this path does not apply. Sends no signals
+    (like QuerySet.update)."""
+    model = type(instance)
+    names = frozenset(update_fields)
+    if not names or instance.pk is None or model._meta.parents:
+        return None
+    connection = connections[using]
+    statement = _statement(model, connection, names, tuple(conditions))
+    if statement is None or _has_expression(instance, statement[1]):
+        return None
+    return _run(instance, statement, connection, tuple(conditions.values()))
 
 
 def update_fields_save(instance: Model, update_fields: Iterable[str], using: str) -> bool:
@@ -62,18 +112,11 @@ def update_fields_save(instance: Model, update_fields: Iterable[str], using: str
     if not names or instance.pk is None or instance._state.adding or model._meta.parents:
         return False
     connection = connections[using]
-    found = _statement(model, connection, names)
-    if found is None:
-        return False
-    sql, fields = found
-    if any(hasattr(getattr(instance, f.attname), "resolve_expression") for f in fields):
-        return False  # F() and other expressions: Django compiles them
+    statement = _statement(model, connection, names)
+    if statement is None or _has_expression(instance, statement[1]):
+        return False  # bad names: Model.save explains; F() and other expressions: it compiles
     pre_save.send(sender=model, instance=instance, raw=False, using=using, update_fields=names)
-    values = [f.get_db_prep_save(f.pre_save(instance, False), connection) for f in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*values, instance.pk])
-        updated = cursor.rowcount
-    if updated == 0:
+    if _run(instance, statement, connection) == 0:
         raise DatabaseError("Save with update_fields did not affect any rows.")
     instance._state.db = using
     post_save.send(
