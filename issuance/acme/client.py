@@ -57,6 +57,7 @@ from issuance.acme.errors import (
     AcmeTemporaryError,
     problem_type,
 )
+from issuance.acme.transport import DirectTransport
 from issuance.controllers.base import TemporaryError
 from issuance.metrics import ACME_REQUESTS
 
@@ -143,6 +144,26 @@ class _Network(ClientNetwork):  # type: ignore[misc]
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool)
         self.session.mount("https://", adapter)
         self.session.mount("http://", adapter)
+        self._direct = None if self.session.trust_env else DirectTransport(verify, pool)
+
+    def _send_request(self, method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:
+        """The library's request, minus its always-built debug dump; POST and HEAD go over
+        the direct transport when no proxy is configured."""
+        headers = kwargs.setdefault("headers", {})
+        headers.setdefault("User-Agent", self.user_agent)
+        timeout = kwargs.setdefault("timeout", self._default_timeout)
+        if self._direct is not None and method in ("POST", "HEAD") and not args:
+            response = self._direct.request(
+                method, url, headers=headers, timeout=timeout, data=kwargs.get("data")
+            )
+        else:
+            kwargs["verify"] = self.verify_ssl
+            response = self.session.request(method, url, *args, **kwargs)
+        if "Accept" not in headers:
+            response.encoding = "utf-8"  # as the library: JSON and problem documents
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s: HTTP %d", method, url, response.status_code)
+        return response
 
     def take_nonce(self, new_nonce_url: str) -> bytes:
         try:
