@@ -17,8 +17,8 @@ from typing import Any
 
 import requests
 import urllib3
-from requests.utils import DEFAULT_CA_BUNDLE_PATH
 from requests.structures import CaseInsensitiveDict
+from requests.utils import DEFAULT_CA_BUNDLE_PATH
 
 
 class DirectTransport:
