@@ -59,7 +59,9 @@ SLICE = 0.5
 MAX_ONCE_ROUNDS = 10_000
 # A reconcile that asks for "now" is run again at once while the lease is held (at most this
 # many times in a row), instead of releasing the row and claiming it back: the next step of a
-# Certificate or Challenge starts without a round trip through the queue.
+# Certificate or Challenge starts without a round trip through the queue. It continues on the
+# object in hand, which the previous step kept up to date with what it stored; a change made
+# by someone else meanwhile is seen at the next pass (their wake-up makes the row due again).
 INLINE_STEPS = 8
 # The busy loop runs the global steps (challenge scheduler, …) at least this often, and at
 # once when a step asks for it (Step.urgent: a challenge was created or freed its slot).
@@ -149,12 +151,12 @@ class Worker:
     # -- running one item ----------------------------------------------------------------
 
     def process(self, ctrl: Controller, claim: Claim) -> None:
+        obj = self._loaders.load(ctrl.model, ctrl.related, claim.pk)
+        if obj is None:
+            return  # deleted, or our lease expired and someone else has it
+        # This pass sees the row as read now: only a wake-up after this read is news.
+        claim = Claim(claim.pk, getattr(obj, "wake_seq", claim.wake_seq), claim.error_count)
         for _ in range(INLINE_STEPS):
-            obj = self._loaders.load(ctrl.model, ctrl.related, claim.pk)
-            if obj is None:
-                return  # deleted, or our lease expired and someone else has it
-            # This pass sees the row as read now: only a wake-up after this read is news.
-            claim = Claim(claim.pk, getattr(obj, "wake_seq", claim.wake_seq), claim.error_count)
             after = self._reconcile(ctrl, claim, obj)
             if after is None:
                 return  # an error: released with its backoff

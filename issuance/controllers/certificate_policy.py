@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from django.db.models import Max, Q, QuerySet, Subquery
+from django.db.models import Q, QuerySet, Subquery
 
 from issuance.durations import DurationError, parse_duration
 from issuance.models import Certificate, CertificateRequest, Secret
@@ -108,12 +108,6 @@ def load_view(cert: Certificate, now: datetime) -> CertView:
         latest if latest is not None and (latest.revision or 0) > (cert.revision or 0) else None
     )
     return CertView(cert, now, secret, info, key_pem, current, target, latest)
-
-
-def next_revision(cert: Certificate) -> int:
-    """One past every revision this certificate ever used (failed attempts included)."""
-    top = CertificateRequest.objects.filter(certificate=cert).aggregate(m=Max("revision"))["m"]
-    return max(top or 0, cert.revision or 0) + 1
 
 
 def desired_request_spec(cert: Certificate) -> dict[str, Any]:

@@ -7,9 +7,7 @@ kind (issuance.issuers.registry). After a final state the owning Certificate is 
 
 from __future__ import annotations
 
-import contextlib
-
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from issuance import actions, approval, events, faults
@@ -17,6 +15,7 @@ from issuance.controllers.base import Result
 from issuance.issuers import registry
 from issuance.issuers.base import SignOutcome, SignState
 from issuance.models import Approval, CertificateRequest, Event, Issuer, RequestState
+from issuance.models.fastsave import save_where
 from issuance.wakeup import wake
 
 POLICY_ACTOR = "policy"
@@ -39,26 +38,31 @@ def reconcile(request: CertificateRequest) -> Result:
     if request.is_final:
         return Result.done()
     if request.approval == Approval.PENDING:
-        return _approve_by_policy(request)
+        waiting = _approve_by_policy(request)
+        if waiting is not None:
+            return waiting
     if request.approval == Approval.DENIED:
         _finish(request, RequestState.DENIED, _denied_reason(request))
-        return Result.now()
+        return Result.done()
+    # Approved (now or before): sign in the same pass.
     outcome = registry.sign(request)
     if outcome.state == SignState.PENDING:
         _set_pending(request, outcome.reason or "Pending", outcome.message or "Issuing")
         return Result(outcome.requeue_after)
-    _store_outcome(request, outcome)
-    faults.checkpoint("after-signed")
+    store_outcome(request, outcome)
     return Result.done()  # final; the owning Certificate was woken
 
 
-def _approve_by_policy(request: CertificateRequest) -> Result:
+def _approve_by_policy(request: CertificateRequest) -> Result | None:
+    """Decide by the issuer's policy; a Result when the request must wait for a person,
+    None when it is decided (by the policy now, or by a person first)."""
     if request.certificate_id is None:  # external CSRs: the issuer's rules (issuance.approval)
         decision = approval.apply(request)
         if decision.outcome == "pending":
             _set_pending(request, "Pending", f"Waiting for approval: {decision.reason}")
             return Result.done()
-        return Result.now()
+        request.refresh_from_db()  # the decision (the policy's, or a person's first)
+        return None
     if not policy_approves(request):
         _set_pending(
             request,
@@ -67,16 +71,14 @@ def _approve_by_policy(request: CertificateRequest) -> Result:
             f"{auto_approve_policy(request.issuer)} requests automatically)",
         )
         return Result.done()  # a person decides; actions.approve/deny wakes us
-    # A person may have decided first; the next pass sees their decision.
-    with contextlib.suppress(actions.ActionError):
-        actions.approve(
-            request,
-            POLICY_ACTOR,
-            "AutoApproved",
-            f"Auto-approved by the approval policy of issuer {request.issuer.name}",
-        )
+    actions.approve_pending(
+        request,
+        POLICY_ACTOR,
+        "AutoApproved",
+        f"Auto-approved by the approval policy of issuer {request.issuer.name}",
+    )
     faults.checkpoint("after-approved")
-    return Result.now()
+    return None
 
 
 def _denied_reason(request: CertificateRequest) -> tuple[str, str]:
@@ -91,20 +93,32 @@ def _set_pending(request: CertificateRequest, reason: str, message: str) -> None
         request.save(update_fields=["conditions", "updated_at"])
 
 
-@transaction.atomic
-def _store_outcome(request: CertificateRequest, outcome: SignOutcome) -> None:
+def store_outcome(request: CertificateRequest, outcome: SignOutcome) -> bool:
+    """Record the signer's final answer, unless the request was finished meanwhile.
+
+    Called by this controller and, for ACME, by the orders controller right after it
+    downloaded the chain (instead of waking the request for a pass of its own). Returns
+    False when someone else finished the request first.
+    """
     if outcome.state == SignState.ISSUED:
         request.certificate_pem = outcome.certificate_pem
         request.ca_pem = outcome.ca_pem
-        _finish(request, RequestState.ISSUED, ("Issued", "Certificate fetched from issuer"))
+        done = _finish(request, RequestState.ISSUED, ("Issued", "Certificate fetched from issuer"))
     else:
         reason = outcome.reason or "Failed"
         message = f"{reason}: {outcome.message}" if outcome.message else reason
-        _finish(request, RequestState.FAILED, ("Failed", message))
+        done = _finish(request, RequestState.FAILED, ("Failed", message))
+    if done:
+        faults.checkpoint("after-signed")
+    return done
+
+
+FINISH_FIELDS = ("state", "failure_time", "certificate_pem", "ca_pem", "conditions", "updated_at")
 
 
 @transaction.atomic
-def _finish(request: CertificateRequest, state: str, why: tuple[str, str]) -> None:
+def _finish(request: CertificateRequest, state: str, why: tuple[str, str]) -> bool:
+    """Final state (written only while the row is still Pending), then wake the owner."""
     reason, message = why
     now = timezone.now()
     request.state = state
@@ -113,16 +127,10 @@ def _finish(request: CertificateRequest, state: str, why: tuple[str, str]) -> No
     request.set_condition(
         "Ready", "True" if state == RequestState.ISSUED else "False", reason, message, now=now
     )
-    request.save(
-        update_fields=[
-            "state",
-            "failure_time",
-            "certificate_pem",
-            "ca_pem",
-            "conditions",
-            "updated_at",
-        ]
-    )
+    using = request._state.db or DEFAULT_DB_ALIAS
+    if not save_where(request, FINISH_FIELDS, using, state=RequestState.PENDING):
+        request.refresh_from_db()
+        return False
     events.record(
         "CertificateRequest",
         request.name,
@@ -133,3 +141,4 @@ def _finish(request: CertificateRequest, state: str, why: tuple[str, str]) -> No
     )
     if request.certificate_id is not None:
         wake(request.certificate)  # type: ignore[arg-type]
+    return True

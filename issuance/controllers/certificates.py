@@ -1,94 +1,77 @@
 """Certificate controller (DESIGN §3): readiness, trigger, key manager, request manager,
-issuing and revision history, as one reconcile that takes one step per call.
+issuing and revision history.
 
-Each call does at most one side effect and returns Result.now() to continue with the
-next step, so a worker killed anywhere resumes from what is stored on the rows.
+A pass goes as far as it can: an issuance that starts sets Issuing and the next private key
+in one write of the row, then creates the request for the next revision. Each step stores
+its progress before the next one acts on it (the key is stored before a request is made
+with it; a request per revision, ever), so a worker killed anywhere resumes from what is
+stored on the rows.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import transaction
 from django.utils import timezone
 
-from issuance import backoff, events, faults
+from issuance import events, faults
+from issuance.backoff import next_retry_time
 from issuance.controllers import issuing
 from issuance.controllers.base import Result
 from issuance.controllers.certificate_policy import (
     CertView,
     Violation,
-    compute_renewal_time,
     load_view,
     secret_violation,
     until,
 )
-from issuance.models import Certificate, CertificateState
-
-READY_MESSAGE = "Certificate is up to date and has not expired"
+from issuance.controllers.readiness import apply_readiness, state_of
+from issuance.models import Certificate
 
 
 def reconcile(cert: Certificate) -> Result:
     now = timezone.now()
     view = load_view(cert, now)
-    # Issuing: the target request is final → store the new revision or count the failure.
-    if issuing.record_outcome(view):
-        return Result.now()
+    # Issuing: the target request is final → store the new revision or count the failure
+    # (readiness included); then go on from the new state.
+    view = issuing.record_outcome(view) or view
     violation = secret_violation(view)
-    update_readiness(view, violation)
+    changed = apply_readiness(view, violation)
+    started = ""
     if not cert.condition_is("Issuing"):
-        return trigger(view, violation)
-    # Key manager: the next key is stored before any request is made with it.
-    if issuing.ensure_next_key(view):
-        return Result.now()
+        why = trigger(view, violation)
+        if isinstance(why, Result):
+            if changed:
+                issuing.save_status(cert)
+            return why
+        reason, started = why
+        cert.set_condition("Issuing", "True", reason, started, now=now)
+        cert.state = state_of(cert, view, now)
+        changed = True
+    # Key manager: the next key is stored (with Issuing, in one write) before any request
+    # is made with it; a key someone stored meanwhile is never replaced.
+    loaded_key = cert.next_private_key_ciphertext
+    key_event = issuing.prepare_next_key(view)
+    if key_event:
+        issuing.save_status(cert, expect_key=loaded_key)
+    elif changed:
+        issuing.save_status(cert)
+    if started:
+        events.record("Certificate", cert.name, "Issuing", started, certificate_name=cert.name)
+        faults.checkpoint("after-issuing-set")
+    if key_event:
+        events.record(
+            "Certificate",
+            cert.name,
+            key_event,
+            issuing.KEY_EVENTS[key_event],
+            certificate_name=cert.name,
+        )
+        faults.checkpoint("after-key-stored")
     # Request manager: one request per revision, ever. Either way the request's controller
-    # wakes us when it is final (a pass right after creating it would find nothing to do).
+    # wakes us when it is final.
     issuing.ensure_request(view)
     return Result.done()
-
-
-# -- readiness -------------------------------------------------------------------------
-
-
-def update_readiness(view: CertView, violation: Violation | None) -> None:
-    """Ready condition, validity, renewal time, backoff time and the one-word state."""
-    cert, now, info = view.cert, view.now, view.info
-    before = _status_snapshot(cert)
-    if info is not None and view.secret is not None:
-        cert.not_before = info.not_before
-        cert.not_after = info.not_after
-        cert.renewal_time = compute_renewal_time(cert, info)
-    else:
-        cert.not_before = cert.not_after = cert.renewal_time = None
-    cert.next_retry_time = (
-        backoff.next_retry_time(cert.last_failure_time, cert.failed_issuance_attempts)
-        if cert.last_failure_time is not None
-        else None
-    )
-    if violation is None:
-        cert.set_condition("Ready", "True", "Ready", READY_MESSAGE, now=now)
-    else:
-        cert.set_condition("Ready", "False", violation.reason, violation.message, now=now)
-    cert.state = _state(cert, view, now)
-    cert.observed_generation = cert.generation
-    if _status_snapshot(cert) != before:
-        issuing.save_status(cert)
-
-
-def _state(cert: Certificate, view: CertView, now: datetime) -> str:
-    if view.info is not None and view.info.not_after <= now:
-        return CertificateState.EXPIRED
-    if cert.condition_is("Issuing"):
-        return CertificateState.ISSUING
-    if cert.last_failure_time is not None:
-        return CertificateState.FAILED
-    if cert.condition_is("Ready"):
-        return CertificateState.READY
-    return CertificateState.PENDING
-
-
-def _status_snapshot(cert: Certificate) -> tuple[object, ...]:
-    return tuple(getattr(cert, f) for f in issuing.STATUS_FIELDS if f != "updated_at")
 
 
 # -- trigger ---------------------------------------------------------------------------
@@ -116,12 +99,12 @@ def in_backoff(view: CertView) -> datetime | None:
         return None
     if cert.last_failure_generation is not None and cert.last_failure_generation != cert.generation:
         return None  # the spec changed since the failure: try the new spec at once
-    retry = backoff.next_retry_time(cert.last_failure_time, cert.failed_issuance_attempts)
+    retry = next_retry_time(cert.last_failure_time, cert.failed_issuance_attempts)
     return retry if retry is not None and retry > view.now else None
 
 
-def trigger(view: CertView, violation: Violation | None) -> Result:
-    """Decide whether a new issuance starts now; else say when to look again."""
+def trigger(view: CertView, violation: Violation | None) -> tuple[str, str] | Result:
+    """Whether a new issuance starts now: (reason, message) if so, else when to look again."""
     cert, now = view.cert, view.now
     reason, message = "", ""
     if forced(view):
@@ -139,13 +122,7 @@ def trigger(view: CertView, violation: Violation | None) -> Result:
     retry_at = None if reason == "ManuallyTriggered" else in_backoff(view)
     if retry_at is not None:
         return _wait_for(cert, now, retry_at)
-    with transaction.atomic():
-        cert.set_condition("Issuing", "True", reason, message, now=now)
-        cert.state = _state(cert, view, now)
-        issuing.save_status(cert)
-        events.record("Certificate", cert.name, "Issuing", message, certificate_name=cert.name)
-    faults.checkpoint("after-issuing-set")
-    return Result.now()
+    return reason, message
 
 
 def _wait_for(cert: Certificate, now: datetime, retry_at: datetime | None) -> Result:

@@ -23,14 +23,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, transaction
-from django.db.models.signals import post_save
 from django.utils import timezone
 
 from issuance import events, scheduler, wakeup
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.models import Challenge, ChallengeState, Event, OrderState
-from issuance.models.fastsave import update_where
+from issuance.models.fastsave import save_where
 from issuance.solvers.base import Solver, SolverConfigError
 from issuance.solvers.registry import solver_for
 
@@ -44,6 +43,9 @@ FIRST_POLL = timedelta(milliseconds=100)
 POLL_INTERVAL = timedelta(seconds=1)
 SLOW_POLL_INTERVAL = timedelta(seconds=5)
 SLOW_POLL_AFTER = timedelta(seconds=30)
+# A challenge created "pending" (from a fresh authorization) that waited in the queue longer
+# than this is synced with the CA before it is presented.
+SYNC_IF_QUEUED_FOR = timedelta(seconds=60)
 # Authorization statuses that end the challenge, and the challenge state each becomes.
 FINAL_AUTHZ = {
     "valid": ChallengeState.VALID,
@@ -82,25 +84,8 @@ def _save(challenge: Challenge, *fields: str) -> bool:
     One conditional UPDATE instead of locking the row first (a transaction with a SELECT …
     FOR UPDATE and a save); post_save is sent as save() would, for the live updates.
     """
-    challenge.updated_at = timezone.now()
-    names = [*fields, "updated_at"]
     using = challenge._state.db or DEFAULT_DB_ALIAS
-    saved = update_where(challenge, names, using, finished=False)
-    if saved is None:  # not expressible as the precompiled UPDATE
-        saved = Challenge.objects.filter(pk=challenge.pk, finished=False).update(
-            **{name: getattr(challenge, name) for name in names}
-        )
-    if not saved:
-        return False
-    post_save.send(
-        sender=Challenge,
-        instance=challenge,
-        created=False,
-        update_fields=frozenset(names),
-        raw=False,
-        using=using,
-    )
-    return True
+    return save_where(challenge, [*fields, "updated_at"], using, finished=False)
 
 
 def _stale(challenge: Challenge) -> Result:
@@ -129,23 +114,20 @@ def _our_challenge(challenge: Challenge, authz: dict[str, Any]) -> dict[str, Any
 # -- steps -----------------------------------------------------------------------------
 
 
+FINISH_FIELDS = ("state", "reason", "processing", "finished", "next_check_at", "updated_at")
+
+
 def finish(challenge: Challenge, state: str, reason: str) -> Result:
     """Record a final state, free the scheduler slot, wake the order; cleanup comes next."""
-    with transaction.atomic():
-        finished = (
-            Challenge.objects.select_for_update()
-            .filter(pk=challenge.pk)
-            .values_list("finished", flat=True)
-            .first()
-        )
-        if finished is False:
-            challenge.state = state
-            challenge.reason = reason
-            challenge.processing = False
-            challenge.finished = True
-            challenge.next_check_at = None
-            fields = ["state", "reason", "processing", "finished", "next_check_at", "updated_at"]
-            challenge.save(update_fields=fields)
+    challenge.state = state
+    challenge.reason = reason
+    challenge.processing = False
+    challenge.finished = True
+    challenge.next_check_at = None
+    using = challenge._state.db or DEFAULT_DB_ALIAS
+    with transaction.atomic(using=using):
+        # Only while unfinished: the scheduler's timeout may have finished it first.
+        if save_where(challenge, FINISH_FIELDS, using, finished=False):
             wakeup.wake(challenge.order)
             scheduler.mark_queue_changed()  # a slot is free
             ok = state == ChallengeState.VALID
@@ -156,7 +138,8 @@ def finish(challenge: Challenge, state: str, reason: str) -> Result:
                 + (f": {reason}" if reason else ""),
                 warning=not ok,
             )
-    challenge.refresh_from_db()
+        else:
+            challenge.refresh_from_db()
     return Result.now() if challenge.presented else Result.done()
 
 
@@ -257,6 +240,15 @@ def _poll(challenge: Challenge) -> Result:
     return Result.after(poll_delay(challenge, accepted))
 
 
+def _stale_pending(challenge: Challenge) -> bool:
+    """Created "pending" from the authorization the order had just read, but queued for so
+    long that the CA may have moved on (another order validated the name, or it expired)."""
+    if challenge.state != ChallengeState.PENDING or challenge.presented:
+        return False
+    started = challenge.scheduled_at or timezone.now()
+    return started - challenge.created_at > SYNC_IF_QUEUED_FOR
+
+
 def poll_delay(challenge: Challenge, accepted: dict[str, Any]) -> timedelta:
     """Poll briskly right after accepting (validation usually takes well under a second),
     backing off geometrically to POLL_INTERVAL, then gently after SLOW_POLL_AFTER."""
@@ -307,7 +299,7 @@ def _step(challenge: Challenge) -> Result:
         # The order failed (another name's challenge, the CA, a timeout): stop working for it
         # and give the slot back, as cert-manager does by deleting the order's challenges.
         return finish(challenge, ChallengeState.ERRORED, f"the order is {order.state}")
-    if not challenge.state:
+    if not challenge.state or _stale_pending(challenge):
         return _sync(challenge)
     if challenge.state == ChallengeState.PENDING:
         solver = solver_for(challenge)

@@ -13,22 +13,25 @@ success `Certificate.revision` becomes the revision of the request that succeede
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
 from django.utils import timezone
 
-from issuance import backoff, events, faults
+from issuance import events, faults
 from issuance.controllers.base import TemporaryError
 from issuance.controllers.certificate_policy import (
     CONTROLLER_USERNAME,
     CertView,
     desired_request_spec,
     key_mismatch,
-    next_revision,
     public_key_der,
     request_mismatch,
+    secret_violation,
 )
+from issuance.controllers.readiness import apply_readiness
+from issuance.dbutil import guarded
 from issuance.models import (
     Certificate,
     CertificateRequest,
@@ -37,6 +40,7 @@ from issuance.models import (
     Secret,
     validate_resource_name,
 )
+from issuance.models.fastsave import save_where
 from issuance.pki.csr import CSRError, build_csr, parse_csr
 from issuance.pki.encryption import DecryptionError
 from issuance.pki.keys import KeyError_, generate_private_key, load_private_key, private_key_to_pem
@@ -60,9 +64,21 @@ STATUS_FIELDS = [
 ]
 
 
-def save_status(cert: Certificate) -> None:
-    """Only status columns: the API may change spec/generation/renew fields concurrently."""
-    cert.save(update_fields=STATUS_FIELDS)
+def save_status(cert: Certificate, *, expect_key: str | None = None) -> None:
+    """Only status columns: the API may change spec/generation/renew fields concurrently.
+
+    With `expect_key` (the next key's ciphertext as loaded) the row is written only if
+    nobody stored another next key meanwhile: a stored key is never replaced, since a
+    request may have been made with it.
+    """
+    if expect_key is None:
+        cert.save(update_fields=STATUS_FIELDS)
+        return
+    using = cert._state.db or DEFAULT_DB_ALIAS
+    if not save_where(cert, STATUS_FIELDS, using, next_private_key_ciphertext=expect_key):
+        raise TemporaryError(
+            f"the next private key of {cert.name} changed meanwhile; looking again"
+        )
 
 
 def next_key_pem(cert: Certificate) -> str:
@@ -75,46 +91,33 @@ def next_key_pem(cert: Certificate) -> str:
 # -- key manager -----------------------------------------------------------------------
 
 
-def ensure_next_key(view: CertView) -> bool:
-    """Make sure a usable next private key is stored. Returns True when it stored one.
+def prepare_next_key(view: CertView) -> str:
+    """Make sure a usable next private key is set on the Certificate (in memory: the caller
+    stores it with the rest of the step's status, before any request is made with it).
 
-    An existing next key that still fits the spec is never replaced: a request may have
-    been made with it just before a crash.
+    Returns the timeline reason ("Generated" or "Reused") when it set one, else "". An
+    existing next key that still fits the spec is never replaced.
     """
     cert = view.cert
     current = next_key_pem(cert)
     if current and not key_mismatch(cert, current):
-        return False
-    pem = ""
+        return ""
     if cert.rotation_policy == "Never" and view.key_pem and not key_mismatch(cert, view.key_pem):
-        pem = view.key_pem
-    else:
-        try:
-            key = generate_private_key(cert.private_key_spec)
-        except KeyError_ as exc:
-            raise TemporaryError(f"spec.privateKey: {exc}") from None
-        encoding = str(cert.private_key_spec.get("encoding") or "PKCS1")
-        pem = private_key_to_pem(key, encoding)
-    with transaction.atomic():
-        locked = Certificate.objects.select_for_update().get(pk=cert.pk)
-        stored = next_key_pem(locked)
-        if stored and not key_mismatch(cert, stored):
-            cert.next_private_key_ciphertext = locked.next_private_key_ciphertext
-            cert.next_private_key_created_at = locked.next_private_key_created_at
-            return False  # someone stored one meanwhile: keep theirs
-        cert.set_next_private_key(pem, view.now)
-        save_status(cert)
-        events.record(
-            "Certificate",
-            cert.name,
-            "Reused" if pem == view.key_pem else "Generated",
-            "Reusing the current private key (rotationPolicy Never)"
-            if pem == view.key_pem
-            else "Stored a new private key",
-            certificate_name=cert.name,
-        )
-    faults.checkpoint("after-key-stored")
-    return True
+        cert.set_next_private_key(view.key_pem, view.now)
+        return "Reused"
+    try:
+        key = generate_private_key(cert.private_key_spec)
+    except KeyError_ as exc:
+        raise TemporaryError(f"spec.privateKey: {exc}") from None
+    encoding = str(cert.private_key_spec.get("encoding") or "PKCS1")
+    cert.set_next_private_key(private_key_to_pem(key, encoding), view.now)
+    return "Generated"
+
+
+KEY_EVENTS = {
+    "Generated": "Stored a new private key",
+    "Reused": "Reusing the current private key (rotationPolicy Never)",
+}
 
 
 # -- request manager -------------------------------------------------------------------
@@ -160,7 +163,9 @@ def ensure_request(view: CertView) -> CertificateRequest | None:
         if not failure_recorded(cert, target):
             return None  # the outcome step records it first
     key_pem = next_key_pem(cert)
-    revision = next_revision(cert)
+    # The newest request has the highest revision of all (the view loaded it): no MAX query.
+    latest = view.latest.revision if view.latest is not None else None
+    revision = max(latest or 0, cert.revision or 0) + 1
     csr = build_csr(load_private_key(key_pem), cert.spec)
     spec = {
         "request": csr,
@@ -169,7 +174,9 @@ def ensure_request(view: CertView) -> CertificateRequest | None:
     }
     for salt in ("", "retry"):
         try:
-            with transaction.atomic():
+            # One INSERT, committed on its own (autocommit); a savepoint only inside a
+            # caller's transaction, where a failed INSERT must not spoil the rest.
+            with guarded():
                 request = CertificateRequest.objects.create(
                     name=request_name(cert, revision, salt),
                     spec=spec,
@@ -180,19 +187,19 @@ def ensure_request(view: CertView) -> CertificateRequest | None:
                     source="certificate",
                     due_at=timezone.now(),
                 )
-                events.record(
-                    "Certificate",
-                    cert.name,
-                    "Requested",
-                    f"Created new CertificateRequest {request.name} (revision {revision})",
-                    certificate_name=cert.name,
-                )
-                transaction.on_commit(_notify)
         except IntegrityError:
             existing = CertificateRequest.objects.filter(certificate=cert, revision=revision)
             if existing.exists():
                 return None  # another worker made it; the next pass picks it up
             continue  # the name is taken by an unrelated request: try a salted one
+        events.record(
+            "Certificate",
+            cert.name,
+            "Requested",
+            f"Created new CertificateRequest {request.name} (revision {revision})",
+            certificate_name=cert.name,
+        )
+        transaction.on_commit(_notify)
         faults.checkpoint("after-request-created")
         return request
     raise TemporaryError(f"cannot name a CertificateRequest for revision {revision}")
@@ -228,83 +235,69 @@ def failure_recorded(cert: Certificate, request: CertificateRequest) -> bool:
 # -- outcome ---------------------------------------------------------------------------
 
 
-def record_outcome(view: CertView) -> bool:
-    """The target request reached a final state: store the new revision or the failure.
+def record_outcome(view: CertView) -> CertView | None:
+    """The target request reached a final state: store the new revision or the failure,
+    with the readiness that follows from it (one write of the Certificate).
 
-    Returns True when something was recorded.
+    Returns the view as it is after the write, or None when there was nothing to record.
     """
     cert, target = view.cert, view.target
     if target is None or not target.is_final or not target_matches(view, target):
-        return False
+        return None
     if failure_recorded(cert, target):
-        return False
+        return None
     if target.state == RequestState.ISSUED:
         return _store_issued(view, target)
     cond = target.get_condition("Ready") or {}
     reason = "Denied" if target.state == RequestState.DENIED else "Failed"
-    record_failure(cert, view.now, reason, str(cond.get("message") or target.state), target)
-    return True
+    return record_failure(view, reason, str(cond.get("message") or target.state), target)
 
 
 def record_failure(
-    cert: Certificate,
-    now: datetime,
-    reason: str,
-    message: str,
-    request: CertificateRequest | None = None,
-) -> None:
+    view: CertView, reason: str, message: str, request: CertificateRequest | None = None
+) -> CertView:
     """A failed issuance: count it, back off (seed 004), keep the next key for the retry."""
-    with transaction.atomic():
-        done = finished_at(request) if request is not None else None
-        failed_at = max(now, done) if done is not None else now
-        attempts = (cert.failed_issuance_attempts or 0) + 1
-        cert.failed_issuance_attempts = attempts
-        cert.last_failure_time = failed_at
-        cert.last_failure_generation = cert.generation
-        cert.next_retry_time = backoff.next_retry_time(failed_at, attempts)
-        text = f"The certificate request has failed to complete and will be retried: {message}"
-        cert.set_condition("Issuing", "False", reason, text, now=now)
-        save_status(cert)
-        retry = cert.next_retry_time.isoformat() if cert.next_retry_time else "?"
-        events.record(
-            "Certificate",
-            cert.name,
-            reason,
-            f"{message} (attempt {attempts}; next retry at {retry})",
-            type_=Event.WARNING,
-            certificate_name=cert.name,
-        )
+    cert, now = view.cert, view.now
+    done = finished_at(request) if request is not None else None
+    failed_at = max(now, done) if done is not None else now
+    attempts = (cert.failed_issuance_attempts or 0) + 1
+    cert.failed_issuance_attempts = attempts
+    cert.last_failure_time = failed_at
+    cert.last_failure_generation = cert.generation
+    text = f"The certificate request has failed to complete and will be retried: {message}"
+    cert.set_condition("Issuing", "False", reason, text, now=now)
+    apply_readiness(view, secret_violation(view))
+    save_status(cert)
+    retry = cert.next_retry_time.isoformat() if cert.next_retry_time else "?"
+    events.record(
+        "Certificate",
+        cert.name,
+        reason,
+        f"{message} (attempt {attempts}; next retry at {retry})",
+        type_=Event.WARNING,
+        certificate_name=cert.name,
+    )
     faults.checkpoint("after-failure-recorded")
+    return view
 
 
-def _store_issued(view: CertView, request: CertificateRequest) -> bool:
+def _store_issued(view: CertView, request: CertificateRequest) -> CertView:
     cert = view.cert
     key_pem = next_key_pem(cert)
     try:
         issued = cert_info(request.certificate_pem)
     except ValueError as exc:
-        record_failure(
-            cert, view.now, "Failed", f"issued certificate is unreadable: {exc}", request
-        )
-        return True
+        return record_failure(view, "Failed", f"issued certificate is unreadable: {exc}", request)
     if issued.public_key_der != public_key_der(key_pem):
-        record_failure(
-            cert,
-            view.now,
+        return record_failure(
+            view,
             "Failed",
             f"the certificate in {request.name} does not match the private key it was "
             "requested with",
             request,
         )
-        return True
     with transaction.atomic():
-        secret = Secret.objects.select_for_update().filter(name=cert.secret_name).first()
-        if secret is None:
-            secret = Secret(name=cert.secret_name)
-        elif secret.certificate_id not in (None, cert.pk):
-            raise TemporaryError(
-                f"secret {cert.secret_name!r} belongs to another certificate; not overwriting it"
-            )
+        secret = _writable_secret(view)
         secret.tls_crt = request.certificate_pem
         secret.ca_crt = request.ca_pem
         secret.tls_key = key_pem
@@ -315,21 +308,41 @@ def _store_issued(view: CertView, request: CertificateRequest) -> bool:
         cert.failed_issuance_attempts = None
         cert.last_failure_time = None
         cert.last_failure_generation = None
-        cert.next_retry_time = None
-        cert.not_before = issued.not_before
-        cert.not_after = issued.not_after
         cert.remove_condition("Issuing")
-        save_status(cert)
-        events.record(
-            "Certificate",
-            cert.name,
-            "Issued",
-            f"The certificate has been successfully issued (revision {request.revision}, "
-            f"serial {issued.serial_number})",
-            certificate_name=cert.name,
+        after = replace(
+            view, secret=secret, info=issued, key_pem=key_pem, current=request, target=None
         )
+        apply_readiness(after, secret_violation(after))
+        save_status(cert)
+    events.record(
+        "Certificate",
+        cert.name,
+        "Issued",
+        f"The certificate has been successfully issued (revision {request.revision}, "
+        f"serial {issued.serial_number})",
+        certificate_name=cert.name,
+    )
     faults.checkpoint("after-secret-written")
-    return True
+    return after
+
+
+def _writable_secret(view: CertView) -> Secret:
+    """The Secret to write the new pair into, locked; a new one when there is none yet.
+
+    A first issuance (no Secret when the pass started) inserts without a look-up: a Secret
+    made meanwhile under that name makes the INSERT fail, and the pass is tried again.
+    """
+    cert = view.cert
+    secret = None
+    if view.secret is not None:
+        secret = Secret.objects.select_for_update().filter(name=cert.secret_name).first()
+    if secret is None:
+        return Secret(name=cert.secret_name)
+    if secret.certificate_id not in (None, cert.pk):
+        raise TemporaryError(
+            f"secret {cert.secret_name!r} belongs to another certificate; not overwriting it"
+        )
+    return secret
 
 
 # -- revision history ------------------------------------------------------------------

@@ -32,7 +32,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
 from issuance import events, faults, scheduler, wakeup
@@ -41,6 +41,7 @@ from issuance.acme.client import AcmeClient, client_for
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
 from issuance.controllers.base import Result, TemporaryError
+from issuance.dbutil import guarded
 from issuance.models import (
     Challenge,
     ChallengeState,
@@ -133,7 +134,7 @@ def _create(order: Order, client: AcmeClient) -> Result:
     _store_acme_order(order, acme_order)
     _event(order, "OrderCreated", f"Created ACME order {order.url} ({order.state})")
     # The URL is stored; reading the authorizations in the same pass is no second write.
-    return _load_authorizations(order, client)
+    return _load_authorizations(order, client, fresh=True)
 
 
 def _recover(
@@ -185,8 +186,11 @@ def _authorizations_loaded(order: Order) -> bool:
     return all("identifier" in a for a in order.authorizations or [])
 
 
-def _load_authorizations(order: Order, client: AcmeClient) -> Result:
-    """Copy each authorization (reads only) and create a Challenge per pending one."""
+def _load_authorizations(order: Order, client: AcmeClient, *, fresh: bool = False) -> Result:
+    """Copy each authorization (reads only) and create a Challenge per pending one.
+
+    `fresh`: the ACME order was created in this pass, so no Challenge exists yet.
+    """
     loaded = []
     for entry in order.authorizations:
         authz = client.get_authorization(entry["url"])
@@ -200,7 +204,12 @@ def _load_authorizations(order: Order, client: AcmeClient) -> Result:
                 "status": str(authz.get("status") or ""),
                 "expires": str(authz.get("expires") or ""),
                 "challenges": [
-                    {"type": c.get("type"), "url": c.get("url"), "token": c.get("token")}
+                    {
+                        "type": c.get("type"),
+                        "url": c.get("url"),
+                        "token": c.get("token"),
+                        "status": c.get("status"),
+                    }
                     for c in authz.get("challenges") or []
                 ],
                 "error": _authz_error(authz),
@@ -214,7 +223,7 @@ def _load_authorizations(order: Order, client: AcmeClient) -> Result:
         reason = first["error"] or f"authorization for {first['identifier']} is {first['status']}"
         state = OrderState.EXPIRED if first["status"] == "expired" else OrderState.INVALID
         return _fail(order, state, reason)
-    problem = _ensure_challenges(order, client)
+    problem = _ensure_challenges(order, client, set() if fresh else None)
     if problem:
         return _fail(order, OrderState.ERRORED, problem)
     if order.state == OrderState.PENDING and any(a["status"] == "pending" for a in loaded):
@@ -231,10 +240,14 @@ def _authz_error(authz: dict[str, Any]) -> str:
     return ""
 
 
-def _ensure_challenges(order: Order, client: AcmeClient) -> str:
-    """One Challenge per pending authorization (idempotent). Returns a problem or ""."""
+def _ensure_challenges(order: Order, client: AcmeClient, existing: set[str] | None = None) -> str:
+    """One Challenge per pending authorization (idempotent). Returns a problem or "".
+
+    `existing`: the authorization URLs that have a Challenge, when the caller read them.
+    """
     solvers = list(order.issuer.kind_spec.get("solvers") or [])
-    existing = set(order.challenges.values_list("authorization_url", flat=True))
+    if existing is None:
+        existing = set(order.challenges.values_list("authorization_url", flat=True))
     certificate_name = _certificate_name(order)
     for authz in order.authorizations:
         if authz["status"] != "pending" or authz["url"] in existing:
@@ -268,8 +281,7 @@ def _ensure_challenges(order: Order, client: AcmeClient) -> str:
         }
         challenge_name = _challenge_name(order, authz["url"])
         try:
-            with transaction.atomic():
-                scheduler.mark_queue_changed()  # the scheduler may start it at once
+            with guarded():
                 Challenge.objects.create(
                     name=challenge_name,
                     order=order,
@@ -279,9 +291,13 @@ def _ensure_challenges(order: Order, client: AcmeClient) -> str:
                     authorization_url=authz["url"],
                     token=token,
                     spec=spec,
+                    # The authorization was read a moment ago: a pending challenge needs no
+                    # sync with the CA before it is presented (unless it waits long).
+                    state=ChallengeState.PENDING if acme_chal.get("status") == "pending" else "",
                 )
         except IntegrityError:
             continue  # made by an earlier, interrupted run
+        scheduler.mark_queue_changed()  # the scheduler may start it at once
         events.record(
             "Challenge",
             challenge_name,
@@ -298,11 +314,14 @@ def _challenge_name(order: Order, authz_url: str) -> str:
 
 
 def _check_challenges(order: Order, client: AcmeClient) -> Result:
-    problem = _ensure_challenges(order, client)
+    everything = list(
+        order.challenges.only("authorization_url", "state", "reason", "type", "dns_name")
+    )
+    problem = _ensure_challenges(order, client, {c.authorization_url for c in everything})
     if problem:
         return _fail(order, OrderState.ERRORED, problem)
     pending = {a["url"] for a in order.authorizations if a["status"] == "pending"}
-    rows = list(order.challenges.filter(authorization_url__in=pending))
+    rows = [c for c in everything if c.authorization_url in pending]
     failed = [c for c in rows if c.state in FAILED_CHALLENGE_STATES]
     if failed:
         chal = failed[0]
@@ -370,8 +389,14 @@ def _processing_delay(order: Order) -> timedelta:
 
 
 def _poll(order: Order, client: AcmeClient) -> Result:
-    result = _sync(order, client.get_order(order.url))
-    # Downloading is a read: take the chain as soon as the CA says valid.
+    acme = client.get_order(order.url)
+    if _state(acme) == OrderState.VALID and acme.get("certificate"):
+        # Downloading is a read: take the chain as soon as the CA says valid, and store the
+        # state with it (one write).
+        order.state = OrderState.VALID
+        order.certificate_url = str(acme["certificate"])
+        return _download(order, client, also=("state", "certificate_url"))
+    result = _sync(order, acme)
     return _download(order, client) if _awaiting_download(order) else result
 
 
@@ -379,7 +404,7 @@ def _awaiting_download(order: Order) -> bool:
     return order.state == OrderState.VALID and not order.certificate_pem
 
 
-def _download(order: Order, client: AcmeClient) -> Result:
+def _download(order: Order, client: AcmeClient, also: tuple[str, ...] = ()) -> Result:
     if not order.certificate_url:
         _sync(order, client.get_order(order.url))
         if not order.certificate_url:
@@ -398,10 +423,30 @@ def _download(order: Order, client: AcmeClient) -> Result:
         )
     order.certificate_pem = pem
     order.reason = ""
-    order.save(update_fields=["certificate_pem", "reason", "updated_at"])
+    order.save(update_fields=["certificate_pem", "reason", "updated_at", *also])
     _event(order, "Complete", "Order completed successfully; certificate chain downloaded")
-    wakeup.wake(order.request)
+    _complete_request(order)
     return Result.done()
+
+
+def _complete_request(order: Order) -> None:
+    """Hand the chain to the request now, rather than waking it for a pass of its own that
+    would only copy it (the request's controller does the same if woken: it finishes a
+    request only once)."""
+    from issuance.controllers import certificaterequests
+    from issuance.issuers.acme import outcome_of
+    from issuance.issuers.base import SignState
+
+    request = order.request
+    if request.is_final:
+        return
+    if request.issuer_id == order.issuer_id:
+        request.issuer = order.issuer  # loaded with the order: no query for the same row
+    outcome = outcome_of(request, order)
+    if outcome.state == SignState.PENDING:
+        wakeup.wake(request)
+        return
+    certificaterequests.store_outcome(request, outcome)
 
 
 # -- helpers ---------------------------------------------------------------------------------

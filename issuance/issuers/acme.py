@@ -26,6 +26,7 @@ from issuance.acme.account import (
 )
 from issuance.acme.errors import AcmeProblemError, problem_type
 from issuance.controllers.base import Result, TemporaryError
+from issuance.dbutil import guarded
 from issuance.issuers.base import SignOutcome, SignState
 from issuance.models import (
     CertificateRequest,
@@ -169,12 +170,15 @@ def _certificate_name(request: CertificateRequest) -> str:
 
 def ensure_order(request: CertificateRequest) -> tuple[Order, bool]:
     """The request's one Order; created (due now) if missing. Returns (order, created)."""
-    existing = Order.objects.filter(request=request).first()
-    if existing is not None:
-        return existing, False
+    # A request this signer never answered (no Ready condition yet) almost surely has no
+    # Order: insert at once, and look the Order up only when the insert finds one.
+    if request.get_condition("Ready") is not None:
+        existing = Order.objects.filter(request=request).first()
+        if existing is not None:
+            return existing, False
     spec = order_spec(request)
     try:
-        with transaction.atomic():
+        with guarded():
             order = Order.objects.create(
                 name=order_name(request, spec),
                 request=request,
@@ -216,6 +220,11 @@ def sign(request: CertificateRequest) -> SignOutcome:
         order, _created = ensure_order(request)
     except CSRError as exc:
         return SignOutcome(SignState.FAILED, reason="InvalidCSR", message=str(exc))
+    return outcome_of(request, order)
+
+
+def outcome_of(request: CertificateRequest, order: Order) -> SignOutcome:
+    """What the request's Order means for it: issued, failed, or still pending."""
     if order.state == OrderState.VALID and order.certificate_pem:
         blocks = split_pem_chain(order.certificate_pem)
         # As cert-manager for ACME: the CA is the chain's last certificate.

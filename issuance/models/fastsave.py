@@ -123,3 +123,35 @@ def update_fields_save(instance: Model, update_fields: Iterable[str], using: str
         sender=model, instance=instance, created=False, update_fields=names, raw=False, using=using
     )
     return True
+
+
+def save_where(
+    instance: Model, update_fields: Iterable[str], using: str, **conditions: Any
+) -> bool:
+    """Save these fields only while the row still matches `conditions` (compare-and-set).
+
+    One UPDATE … WHERE pk = %s AND <field> = %s …, with the signals Model.save sends (the
+    live updates listen to post_save). Returns False, sending nothing, when no row matched:
+    someone changed the row meanwhile.
+    """
+    model = type(instance)
+    names = frozenset(update_fields)
+    pre_save.send(sender=model, instance=instance, raw=False, using=using, update_fields=names)
+    saved = update_where(instance, names, using, **conditions)
+    if saved is None:  # not expressible as the precompiled UPDATE: the ORM's version
+        values = {name: getattr(instance, name) for name in names}
+        for field in model._meta.local_concrete_fields:
+            if field.name in names and getattr(field, "auto_now", False):
+                values[field.name] = field.pre_save(instance, False)
+        saved = (
+            model._default_manager.using(using)
+            .filter(pk=instance.pk, **conditions)
+            .update(**values)
+        )
+    if not saved:
+        return False
+    instance._state.db = using
+    post_save.send(
+        sender=model, instance=instance, created=False, update_fields=names, raw=False, using=using
+    )
+    return True

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from issuance import actions
 from issuance.controllers import certificates
+from issuance.controllers.base import TemporaryError
 from issuance.models import (
     Certificate,
     CertificateRequest,
@@ -42,33 +43,55 @@ def issued_key(cert: Certificate) -> bytes:
 
 
 class TestSteps:
-    def test_one_step_per_call(self) -> None:
+    def test_first_pass_starts_the_issuance(self) -> None:
         cert = make_certificate("steps", make_selfsigned_issuer(), privateKey=EC)
-        # trigger
-        assert step(cert).requeue_after == timedelta(0)
+        # trigger, key manager and request manager in one pass: one write of the row, then
+        # the request made from the stored key; nothing left to do until the request ends
+        assert step(cert).requeue_after is None
         cert.refresh_from_db()
         issuing = cert.get_condition("Issuing")
         assert issuing and issuing["status"] == "True" and issuing["reason"] == "DoesNotExist"
         assert cert.state == CertificateState.ISSUING
-        assert cert.next_private_key_ciphertext == ""
         ready = cert.get_condition("Ready")
         assert ready and ready["status"] == "False" and ready["reason"] == "DoesNotExist"
-        # key manager: key stored, no request yet
-        assert step(cert).requeue_after == timedelta(0)
-        cert.refresh_from_db()
         assert cert.next_private_key
-        assert CertificateRequest.objects.count() == 0
-        # request manager: the request is made from the stored key
-        step(cert)
         request = latest_request(cert)
         assert request.revision == 1 and request.name == "steps-1"
         assert csr_key_der(request) == key_der(cert.next_private_key)
         assert request.spec["issuerRef"]["name"] == "selfsigned"
         assert request.spec["duration"] == "2160h"
         assert request.source == "certificate"
-        # waiting on the request: no second one
+        reasons = list(
+            Event.objects.filter(certificate_name="steps", kind="Certificate")
+            .order_by("pk")
+            .values_list("reason", flat=True)
+        )
+        assert reasons == ["Issuing", "Generated", "Requested"]
+        # waiting on the request: no second one, the key is kept
+        stored = cert.next_private_key_ciphertext
         assert step(cert).requeue_after is None
+        cert.refresh_from_db()
         assert CertificateRequest.objects.count() == 1
+        assert cert.next_private_key_ciphertext == stored
+
+    def test_key_stored_by_someone_else_meanwhile_is_kept(self) -> None:
+        cert = make_certificate("race", make_selfsigned_issuer(), privateKey=EC)
+        cert.refresh_from_db()
+        # another worker (an expired lease) stored a key after this pass read the row
+        theirs = make_certificate("other-key", make_selfsigned_issuer("ss2"), privateKey=EC)
+        step(theirs)
+        theirs.refresh_from_db()
+        Certificate.objects.filter(pk=cert.pk).update(
+            next_private_key_ciphertext=theirs.next_private_key_ciphertext
+        )
+        with pytest.raises(TemporaryError, match="changed meanwhile"):
+            certificates.reconcile(cert)
+        assert CertificateRequest.objects.filter(certificate=cert).count() == 0
+        # the next pass makes the request with their key
+        step(cert)
+        cert.refresh_from_db()
+        assert cert.next_private_key_ciphertext == theirs.next_private_key_ciphertext
+        assert csr_key_der(latest_request(cert)) == key_der(cert.next_private_key)
 
     def test_request_name_truncated_for_long_names(self) -> None:
         name = "a" * 252

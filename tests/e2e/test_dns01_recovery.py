@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from issuance.acme.client import client_for
+from issuance.controllers.challenges import SYNC_IF_QUEUED_FOR
+from issuance.metrics import REGISTRY
 from issuance.models import Certificate, Challenge, Event
 from issuance.solvers.registry import solver_for
 from issuance.specs.secrets import OPAQUE, SecretWrite, store
@@ -59,7 +62,8 @@ def queued_challenge(
         make_certificate(name, issuer, dnsNames=[f"{name}.example.test"], privateKey=ECDSA)
         drive(lambda: Challenge.objects.filter(dns_name=f"{name}.example.test").exists(), 60)
         chal = Challenge.objects.get(dns_name=f"{name}.example.test")
-        assert not chal.processing and chal.state == ""
+        # queued, and "pending" as the authorization the order had just read said
+        assert not chal.processing and chal.state == "pending"
         return chal
 
     return make
@@ -108,16 +112,37 @@ def crash_state(chal: Challenge, accepted: str) -> None:
     )
 
 
+def acme_calls(action: str) -> float:
+    labels = {"action": action, "result": "ok"}
+    return REGISTRY.get_sample_value("issuance_acme_requests_total", labels) or 0.0
+
+
+def test_fresh_pending_challenge_is_presented_without_asking_the_ca_first(
+    queued_challenge: Callable[[str], Challenge], bind: Bind9Server, drive: Any, settings: Any
+) -> None:
+    chal = queued_challenge("fresh")
+    before = acme_calls("get_challenge")
+    chal = finish_with_worker(chal, drive, settings)
+    assert acme_calls("get_challenge") == before
+    assert Event.objects.filter(name=chal.name, reason="Presented").count() == 1
+    assert Event.objects.filter(name=chal.name, reason="Accepted").count() == 1
+
+
 def test_already_valid_at_the_ca_is_not_presented_again(
     queued_challenge: Callable[[str], Challenge], bind: Bind9Server, drive: Any, settings: Any
 ) -> None:
     chal = queued_challenge("synced")
-    # Someone (an earlier run) presented and answered it; the CA validated it.
+    # Someone (an earlier run) presented and answered it; the CA validated it while ours
+    # waited in the queue, long enough that its "pending" is no longer trusted.
     solver_for(chal).present(chal)
     client_for(chal.issuer).answer_challenge(chal.spec["url"])
     wait_authz_valid(chal)
     solver_for(chal).cleanup(chal)
+    queued_since = timezone.now() - SYNC_IF_QUEUED_FOR - timedelta(seconds=1)
+    Challenge.objects.filter(pk=chal.pk).update(created_at=queued_since)
+    before = acme_calls("get_challenge")
     chal = finish_with_worker(chal, drive, settings)
+    assert acme_calls("get_challenge") == before + 1
     assert not Event.objects.filter(name=chal.name, reason="Presented").exists()
     assert not Event.objects.filter(name=chal.name, reason="Accepted").exists()
     assert Event.objects.filter(name=chal.name, reason="Valid").exists()

@@ -132,7 +132,9 @@ def test_crash_at_every_checkpoint_in_turn() -> None:
     """One issuance that dies at each checkpoint in turn, restarting after every death."""
     cert = make_certificate("unlucky", make_ca_issuer(), privateKey=EC)
     keys = set()
-    for checkpoint in HAPPY_PATH:
+    # A first issuance stores Issuing and the next key in one write, so "after-key-stored"
+    # is the same moment as "after-issuing-set" there (each is crashed at on its own above).
+    for checkpoint in [c for c in HAPPY_PATH if c != "after-key-stored"]:
         expire_leases()
         crash_at(checkpoint)
         cert.refresh_from_db()
