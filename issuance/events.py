@@ -16,6 +16,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -61,31 +62,87 @@ def record(
 
 
 @contextmanager
-def batched() -> Iterator[None]:
-    """Write the entries recorded in this block (this thread) together when it ends."""
-    # Nested: the outer block writes. Already inside a transaction (a test's, or a caller's
-    # that may roll back): an entry could not wait for its own commit, so no batching.
+def collected() -> Iterator[list[Event] | None]:
+    """Collect the entries recorded in this block (this thread); the caller writes them
+    (write(), or the worker's release, in the same statement). Yields None when entries
+    are written at once instead: nested in another block, or already inside a transaction
+    (a test's, or a caller's that may roll back), where an entry could not wait for its
+    own commit."""
     if getattr(_local, "batch", None) is not None or connection.in_atomic_block:
-        yield
+        yield None
         return
     batch: list[Event] = []
     _local.batch = batch
     try:
-        yield
+        yield batch
     finally:
         _local.batch = None
-        if batch:
-            write(batch)
+
+
+@contextmanager
+def batched() -> Iterator[None]:
+    """Write the entries recorded in this block (this thread) together when it ends."""
+    with collected() as batch:
+        try:
+            yield
+        finally:
+            if batch:
+                write(batch)
+
+
+_COLUMNS = ("kind", "name", "certificate_name", "type", "reason", "message", "actor", "created_at")
 
 
 def write(batch: list[Event]) -> None:
     try:
-        if len(batch) == 1:
+        if connection.vendor == "postgresql":
+            sql, params = insert_sql(batch)
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                stored([r[0] for r in cursor.fetchall()], batch)
+        elif len(batch) == 1:
             batch[0].save()  # one INSERT; bulk_create would wrap it in BEGIN … COMMIT
         else:
             Event.objects.bulk_create(batch)
     except DatabaseError:
         log.exception("could not record %d timeline entries", len(batch))
         return
+    published(batch)
+
+
+def insert_sql(batch: list[Event]) -> tuple[str, list[Any]]:
+    """PostgreSQL: one multi-row INSERT … RETURNING the ids (in VALUES order), run in
+    autocommit or inside another statement: the ORM compiled every INSERT anew, and
+    bulk_create wraps even one in BEGIN … COMMIT."""
+    quote = connection.ops.quote_name
+    row = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+    sql = (
+        f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(map(quote, _COLUMNS))})"  # noqa: S608
+        f" VALUES {', '.join([row] * len(batch))} RETURNING {quote(Event._meta.pk.column)}"  # type: ignore[union-attr]
+    )
+    params: list[Any] = []
+    for event in batch:
+        params += [
+            event.kind,
+            event.name,
+            event.certificate_name,
+            event.type,
+            event.reason,
+            event.message,
+            event.actor,
+            connection.ops.adapt_datetimefield_value(event.created_at),
+        ]
+    return sql, params
+
+
+def stored(ids: list[Any], batch: list[Event]) -> None:
+    """The entries were inserted with these ids."""
+    for event, pk in zip(batch, ids, strict=True):
+        event.pk = pk
+        event._state.adding = False
+        event._state.db = connection.alias
+
+
+def published(batch: list[Event]) -> None:
     for event in batch:
         publish.event_recorded(event)

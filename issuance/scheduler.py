@@ -130,19 +130,46 @@ def _certificate_name(challenge: Challenge) -> str:
     return certificate.name if certificate is not None else ""
 
 
-def fail_timed_out(now: datetime) -> int:
+def processing_now(now: datetime) -> tuple[dict[int, int], list[int]]:
+    """Processing challenges per issuer, and those processing for longer than the timeout."""
+    cutoff = now - settings.CHALLENGE_PROCESSING_TIMEOUT
+    if connection.vendor == "postgresql":
+        # One statement, precompiled text: this runs in every pass (up to 10 a second).
+        with connection.cursor() as cursor:
+            cursor.execute(_PROCESSING_SQL.format(challenge=_table()), [cutoff, cutoff])
+            rows = cursor.fetchall()
+        return {r[0]: r[1] for r in rows}, [pk for r in rows for pk in r[2] or []]
+    per_issuer = dict(
+        Challenge.objects.filter(processing=True)
+        .order_by()
+        .values_list("issuer_id")
+        .annotate(n=Count("id"))
+        .values_list("issuer_id", "n")
+    )
+    stuck = (
+        Challenge.objects.filter(processing=True)
+        .filter(Q(scheduled_at__lt=cutoff) | Q(scheduled_at__isnull=True, created_at__lt=cutoff))
+        .values_list("pk", flat=True)
+    )
+    return per_issuer, list(stuck)
+
+
+_PROCESSING_SQL = """
+SELECT issuer_id, COUNT(*),
+       array_agg(id) FILTER (WHERE scheduled_at < %s OR (scheduled_at IS NULL AND created_at < %s))
+FROM {challenge} WHERE processing GROUP BY issuer_id
+"""
+
+
+def fail_timed_out(now: datetime, stuck_ids: Sequence[int] | None = None) -> int:
     """Fail challenges processing for longer than the timeout so they stop holding a slot.
 
     The row becomes final (errored, finished, not processing) at once; the challenges
     controller then removes what it presented (it cleans up any finished, presented row).
     """
     timeout: timedelta = settings.CHALLENGE_PROCESSING_TIMEOUT
-    cutoff = now - timeout
-    stuck_ids = list(
-        Challenge.objects.filter(processing=True)
-        .filter(Q(scheduled_at__lt=cutoff) | Q(scheduled_at__isnull=True, created_at__lt=cutoff))
-        .values_list("pk", flat=True)
-    )
+    if stuck_ids is None:
+        stuck_ids = processing_now(now)[1]
     if not stuck_ids:
         return 0
     stuck = Challenge.objects.filter(pk__in=stuck_ids).select_related("order__request__certificate")
@@ -302,14 +329,10 @@ def schedule_pass(now: datetime | None = None) -> bool:
         if not _locked():
             # Another worker is in the middle of a pass; it will schedule what is free.
             return False
-        failed = fail_timed_out(now)
-        per_issuer = dict(
-            Challenge.objects.filter(processing=True)
-            .order_by()
-            .values_list("issuer_id")
-            .annotate(n=Count("id"))
-            .values_list("issuer_id", "n")
-        )
+        per_issuer, stuck = processing_now(now)
+        failed = fail_timed_out(now, stuck) if stuck else 0
+        if failed:
+            per_issuer = processing_now(now)[0]
         free = cap - sum(per_issuer.values())
         if free <= 0:
             return failed > 0
@@ -317,21 +340,35 @@ def schedule_pass(now: datetime | None = None) -> bool:
         chosen = allocate(queues, per_issuer, free, cap)
         if not chosen:
             return failed > 0
-        scheduled = Challenge.objects.filter(
-            pk__in=[c.id for c in chosen], processing=False, finished=False
-        ).update(
-            processing=True,
-            scheduled_at=now,
-            due_at=now,
-            next_check_at=None,
-            wake_seq=F("wake_seq") + 1,
-        )
+        scheduled = _start([c.id for c in chosen], now)
         if scheduled:
             transaction.on_commit(wakeup.notify_workers)
             # A bulk update sends no post_save: tell the live dashboard (queue depth) once.
             publish.bulk_updated("Challenge")
             log.info("scheduled %d challenge(s), %d slot(s) were free", scheduled, free)
         return scheduled > 0 or failed > 0
+
+
+_START_SQL = """
+UPDATE {challenge} SET processing = true, scheduled_at = %s, due_at = %s, next_check_at = NULL,
+    wake_seq = wake_seq + 1
+WHERE id = ANY(%s) AND NOT processing AND NOT finished
+"""
+
+
+def _start(ids: list[int], now: datetime) -> int:
+    """Mark these queued challenges processing and due now; returns how many were."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_START_SQL.format(challenge=_table()), [now, now, ids])
+            return int(cursor.rowcount)
+    return Challenge.objects.filter(pk__in=ids, processing=False, finished=False).update(
+        processing=True,
+        scheduled_at=now,
+        due_at=now,
+        next_check_at=None,
+        wake_seq=F("wake_seq") + 1,
+    )
 
 
 def scheduler_state() -> SchedulerState:

@@ -157,34 +157,52 @@ class Worker:
         # This pass sees the row as read now: only a wake-up after this read is news.
         claim = Claim(claim.pk, getattr(obj, "wake_seq", claim.wake_seq), claim.error_count)
         for _ in range(INLINE_STEPS):
-            after = self._reconcile(ctrl, claim, obj)
+            after, entries = self._reconcile(ctrl, claim, obj)
             if after is None:
                 return  # an error: released with its backoff
             if after.requeue_after != timedelta(0) or self._stop.is_set():
-                self.release(ctrl, claim, after.requeue_after)
+                self.release(ctrl, claim, after.requeue_after, entries=entries)
                 return
+            if entries:
+                events.write(entries)  # the step's entries, before the next step starts
             claim = Claim(claim.pk, claim.wake_seq, 0)
         self.release(ctrl, claim, timedelta(0))
 
-    def _reconcile(self, ctrl: Controller, claim: Claim, obj: Model) -> Result | None:
-        """One reconcile; on an error the row is released with its backoff and None returned."""
+    def _reconcile(
+        self, ctrl: Controller, claim: Claim, obj: Model
+    ) -> tuple[Result | None, list[Event]]:
+        """One reconcile and the timeline entries it recorded (written by the caller, with
+        the release when the pass ends there: one statement); on an error the row is
+        released with its backoff (and the entries) and None returned."""
         started = time.time_ns()
         with self._count_lock:
             self.processed += 1
+        entries: list[Event] = []
         try:
             try:
-                with events.batched():  # the pass's timeline entries: one INSERT at its end
-                    result = ctrl.reconcile(obj)
+                with events.collected() as batch:
+                    try:
+                        result = ctrl.reconcile(obj)
+                    finally:
+                        entries = batch or []
+            except BaseException as exc:
+                if not isinstance(exc, Exception) and entries:
+                    events.write(entries)  # a simulated crash: what a step stored stays
+                raise
             finally:
                 if self._trace:  # test-only: the span ends before the lease is released
                     self._write_trace(ctrl, claim, started)
         except TemporaryError as exc:
             delay = exc.delay or error_backoff(claim.error_count + 1, acme=ctrl.acme_backoff)
             log.info("%s %s: temporary error, retry in %s: %s", ctrl.name, obj, delay, exc)
-            self.release(ctrl, claim, delay, error=str(exc), errors=claim.error_count + 1)
+            self.release(
+                ctrl, claim, delay, error=str(exc), errors=claim.error_count + 1, entries=entries
+            )
         except PermanentError as exc:
             log.warning("%s %s: permanent error: %s", ctrl.name, obj, exc)
-            self.release(ctrl, claim, None, error=str(exc), errors=claim.error_count + 1)
+            self.release(
+                ctrl, claim, None, error=str(exc), errors=claim.error_count + 1, entries=entries
+            )
             _record_error(obj, str(exc))
         except Exception as exc:
             delay = error_backoff(claim.error_count + 1, acme=ctrl.acme_backoff)
@@ -195,10 +213,11 @@ class Worker:
                 delay,
                 error=f"{type(exc).__name__}: {exc}",
                 errors=claim.error_count + 1,
+                entries=entries,
             )
         else:
-            return result
-        return None
+            return result, entries
+        return None, []
 
     def release(
         self,
@@ -208,11 +227,20 @@ class Worker:
         *,
         error: str = "",
         errors: int = 0,
+        entries: list[Event] | None = None,
     ) -> None:
-        """Give the row back with its next due time, unless someone woke it meanwhile."""
+        """Give the row back with its next due time, unless someone woke it meanwhile; with
+        the pass's timeline entries, written in the same statement."""
         at = None if after is None else timezone.now() + after
         worker_claim.release(
-            ctrl.model, claim.pk, self.worker_id, claim.wake_seq, at, errors, error[:4000]
+            ctrl.model,
+            claim.pk,
+            self.worker_id,
+            claim.wake_seq,
+            at,
+            errors,
+            error[:4000],
+            entries or [],
         )
 
     def _run_items(self, items: list[tuple[Controller, Claim]]) -> None:

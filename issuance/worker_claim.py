@@ -18,6 +18,9 @@ from typing import Any
 from django.db import connection
 from django.db.models import Model
 
+from issuance import events
+from issuance.models import Event
+
 # Table and column names come from the models (quoted); every value is a parameter.
 _LOCKED = (
     "c{i} AS MATERIALIZED (SELECT {pk} AS id, due_at FROM {table}"
@@ -109,8 +112,13 @@ def release(
     at: datetime | None,
     errors: int,
     error: str,
+    entries: Sequence[Event] = (),
 ) -> int:
-    """Release `owner`'s lease on one row; due at `at` (None: not due). Returns rows changed."""
+    """Release `owner`'s lease on one row; due at `at` (None: not due). Returns rows changed.
+
+    `entries`: timeline entries of the pass that ends here; on PostgreSQL they are inserted
+    by the same statement (a data-modifying WITH), one round trip instead of two.
+    """
     names = {
         "table": connection.ops.quote_name(model._meta.db_table),
         "pk": connection.ops.quote_name(model._meta.pk.column),  # type: ignore[union-attr]
@@ -123,6 +131,21 @@ def release(
         value = connection.ops.adapt_datetimefield_value(at)
         sql = _RELEASE_AT.format(**names)
         params = [wake_seq, value, value, value, errors, error, pk, owner]
+    batch = list(entries)
+    if batch and connection.vendor == "postgresql":
+        insert, values = events.insert_sql(batch)
+        combined = (
+            f"WITH e AS ({insert}), r AS ({sql} RETURNING 1)"  # noqa: S608 - built texts
+            " SELECT (SELECT count(*) FROM r), e.* FROM e"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(combined, [*values, *params])
+            rows = cursor.fetchall()
+        events.stored([row[1] for row in rows], batch)
+        events.published(batch)
+        return int(rows[0][0]) if rows else 0
+    if batch:
+        events.write(batch)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)

@@ -124,10 +124,16 @@ def finish(challenge: Challenge, state: str, reason: str) -> Result:
     challenge.processing = False
     challenge.finished = True
     challenge.next_check_at = None
+    fields: tuple[str, ...] = FINISH_FIELDS
+    cleaned = challenge.presented and _cleanup_is_local(challenge)
+    if cleaned:
+        # Nothing outside the database to remove (HTTP-01): cleaned up by the same write.
+        challenge.presented = False
+        fields = (*FINISH_FIELDS, "presented")
     using = challenge._state.db or DEFAULT_DB_ALIAS
     with transaction.atomic(using=using):
         # Only while unfinished: the scheduler's timeout may have finished it first.
-        if save_where(challenge, FINISH_FIELDS, using, finished=False):
+        if save_where(challenge, fields, using, finished=False):
             wakeup.wake(challenge.order)
             scheduler.mark_queue_changed()  # a slot is free
             ok = state == ChallengeState.VALID
@@ -138,9 +144,18 @@ def finish(challenge: Challenge, state: str, reason: str) -> Result:
                 + (f": {reason}" if reason else ""),
                 warning=not ok,
             )
+            if cleaned:
+                _cleaned_up_event(challenge)
         else:
             challenge.refresh_from_db()
     return Result.now() if challenge.presented else Result.done()
+
+
+def _cleanup_is_local(challenge: Challenge) -> bool:
+    try:
+        return solver_for(challenge).cleanup_in_database
+    except SolverConfigError:
+        return False
 
 
 def _sync(challenge: Challenge) -> Result:
@@ -192,28 +207,28 @@ def _self_check(challenge: Challenge, solver: Solver) -> Result:
         if first:
             _event(challenge, "SelfCheckFailed", failure, warning=True)
         return Result.after(interval)
-    # Passing: note the intent to accept before sending it, so a crash resends, never skips.
-    challenge.state = ChallengeState.PROCESSING
-    challenge.set_condition(ACCEPTED, "Unknown", "Accepting", "self check passed")
-    challenge.reason = "self check passed; accepting"
-    challenge.next_check_at = None
-    if not _save(challenge, "state", "conditions", "reason", "next_check_at"):
-        return _stale(challenge)
+    # Passing: answer at once. Until the answer is stored the row stays pending and
+    # presented, so a crash in between makes the next pass check and answer again
+    # (answering twice is harmless in ACME): it resends, never skips.
     return _accept(challenge)
 
 
 def _accept(challenge: Challenge) -> Result:
+    """Answer the challenge (POST {}); also resumes a row stored as "accepting"
+    (Accepted=Unknown) by an earlier version."""
+    challenge.state = ChallengeState.PROCESSING
+    challenge.next_check_at = None
     try:
         _client(challenge).answer_challenge(str(challenge.spec.get("url") or ""))
     except AcmeProblemError as exc:
         # Perhaps answered already (crash after the call); the poll decides.
         challenge.set_condition(ACCEPTED, "False", "AnswerRefused", exc.describe())
-        if not _save(challenge, "conditions"):
+        if not _save(challenge, "state", "conditions", "next_check_at"):
             return _stale(challenge)
         return Result.now()
     challenge.set_condition(ACCEPTED, "True", "Accepted", "the CA is validating")
     challenge.reason = "accepted; waiting for the CA to validate"
-    if not _save(challenge, "conditions", "reason"):
+    if not _save(challenge, "state", "conditions", "reason", "next_check_at"):
         return _stale(challenge)
     _event(challenge, "Accepted", f"accepted {challenge.type} challenge for {challenge.dns_name}")
     return Result.after(FIRST_POLL)
@@ -266,8 +281,12 @@ def _cleanup(challenge: Challenge, solver: Solver) -> Result:
     solver.cleanup(challenge)
     challenge.presented = False
     challenge.save(update_fields=["presented", "updated_at"])
-    _event(challenge, "CleanedUp", f"removed the {challenge.type} answer for {challenge.dns_name}")
+    _cleaned_up_event(challenge)
     return Result.done()
+
+
+def _cleaned_up_event(challenge: Challenge) -> None:
+    _event(challenge, "CleanedUp", f"removed the {challenge.type} answer for {challenge.dns_name}")
 
 
 def reconcile(challenge: Challenge) -> Result:

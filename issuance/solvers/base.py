@@ -20,6 +20,9 @@ from issuance.models import Challenge
 
 class Solver(Protocol):
     name: str
+    # True when presenting changes nothing outside the database (the `presented` flag is
+    # the answer): the controller then cleans up in the same write that finishes the row.
+    cleanup_in_database: bool
 
     def present(self, challenge: Challenge) -> None:
         """Make the answer visible. Raise TemporaryError when it could not be done now."""

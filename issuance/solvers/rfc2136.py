@@ -103,6 +103,7 @@ def load_config(config: dict[str, Any]) -> Rfc2136Config:
 
 class Rfc2136Solver:
     name = "rfc2136"
+    cleanup_in_database = False
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config

@@ -31,6 +31,7 @@ TIMEOUT = 15.0
 
 class WebhookSolver:
     name = "webhook"
+    cleanup_in_database = False
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.url = str(config.get("url") or "")
