@@ -37,6 +37,7 @@ def key_authorization_for(token: str) -> str | None:
 
 class Http01Solver:
     name = "http01"
+    cleanup_in_database = True
 
     def __init__(self, config: dict[str, Any]) -> None:
         # cert-manager's http01 options (ingress, gatewayHTTPRoute) have no meaning here;
