@@ -1,7 +1,7 @@
 """ACME (RFC 8555) client for the controllers: one call = one request, plain dicts back.
 
-Built on the `acme` library's ClientNetwork (JWS signing, nonce pool, requests session)
-and josepy. What this layer adds:
+Requests are signed with josepy keys and algorithms (jws.py) and sent by transport.py
+(nonce pool; urllib3 pools or requests); the `acme` library builds the EAB. This layer adds:
 
 - every failure maps to TemporaryError / AcmeProblemError (issuance.acme.errors);
 - badNonce is retried here with a fresh nonce (Pebble rejects 5 % of good nonces);
@@ -18,34 +18,27 @@ from __future__ import annotations
 import atexit
 import base64
 import collections
-import contextlib
 import hashlib
+import json
 import logging
 import shutil
 import tempfile
 import threading
-import urllib.request
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import requests
 from acme import messages
-from acme.client import ClientNetwork
-from acme.jws import Header
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from django.conf import settings
 from django.utils import timezone
-from josepy.errors import DeserializationError
-from josepy.interfaces import JSONDeSerializable
-from josepy.jwa import ES256, RS256
-from josepy.jwk import JWK, JWKEC
-from requests.adapters import HTTPAdapter
+from josepy.jwk import JWK
 from requests.utils import parse_header_links
 
 from issuance.acme import ratelimit
@@ -57,7 +50,8 @@ from issuance.acme.errors import (
     AcmeTemporaryError,
     problem_type,
 )
-from issuance.acme.transport import DirectTransport
+from issuance.acme.jws import Signer, b64
+from issuance.acme.transport import Network
 from issuance.controllers.base import TemporaryError
 from issuance.metrics import ACME_REQUESTS
 
@@ -67,7 +61,6 @@ CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 30.0
 BAD_NONCE_RETRIES = 5
 USER_AGENT = "issuance-console"
-JOSE = "application/jose+json"
 PEM_CHAIN = "application/pem-certificate-chain"
 
 # In-process counts (tests and the benchmark read them; /metrics reads ACME_REQUESTS).
@@ -75,8 +68,15 @@ _stats: collections.Counter[str] = collections.Counter()
 _stats_lock = threading.Lock()
 
 
+# The metric's children by (action, result): labels() validates and locks on every call.
+_children: dict[tuple[str, str], Any] = {}
+
+
 def _count(action: str, result: str) -> None:
-    ACME_REQUESTS.labels(action=action, result=result).inc()
+    child = _children.get((action, result))
+    if child is None:
+        child = _children[(action, result)] = ACME_REQUESTS.labels(action=action, result=result)
+    child.inc()
     with _stats_lock:
         _stats[result] += 1
 
@@ -128,90 +128,6 @@ def _ca_bundle_path(ca_bundle_b64: str) -> str:
         return str(target)
 
 
-class _Network(ClientNetwork):  # type: ignore[misc]
-    """ClientNetwork that leaves status handling to AcmeClient and is safe across threads."""
-
-    def __init__(self, key: JWK | None, alg: Any, verify: bool | str, pool: int) -> None:
-        super().__init__(key=key, alg=alg, user_agent=USER_AGENT)
-        # The library types these as bool/int; requests accepts a CA path and a
-        # (connect, read) pair, which is what we need.
-        self.verify_ssl = verify  # type: ignore[assignment]
-        self._default_timeout = (CONNECT_TIMEOUT, READ_TIMEOUT)  # type: ignore[assignment]
-        if not urllib.request.getproxies():
-            # No proxy configured: skip requests' per-request scan of the environment
-            # (proxies, netrc), a quarter of the client's CPU per call.
-            self.session.trust_env = False
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool)
-        self.session.mount("https://", adapter)
-        self.session.mount("http://", adapter)
-        self._direct = None if self.session.trust_env else DirectTransport(verify, pool)
-
-    def _send_request(self, method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:
-        """The library's request, minus its always-built debug dump; POST and HEAD go over
-        the direct transport when no proxy is configured."""
-        headers = kwargs.setdefault("headers", {})
-        headers.setdefault("User-Agent", self.user_agent)
-        timeout = kwargs.setdefault("timeout", self._default_timeout)
-        if self._direct is not None and method in ("POST", "HEAD") and not args:
-            response = self._direct.request(
-                method, url, headers=headers, timeout=timeout, data=kwargs.get("data")
-            )
-        else:
-            kwargs["verify"] = self.verify_ssl
-            response = self.session.request(method, url, *args, **kwargs)
-        if "Accept" not in headers:
-            response.encoding = "utf-8"  # as the library: JSON and problem documents
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s %s: HTTP %d", method, url, response.status_code)
-        return response
-
-    def take_nonce(self, new_nonce_url: str) -> bytes:
-        try:
-            return cast(bytes, self._nonces.pop())
-        except KeyError:
-            pass
-        response = self._send_request("HEAD", new_nonce_url)
-        nonce = response.headers.get(self.REPLAY_NONCE_HEADER)
-        if not nonce:
-            raise AcmeTemporaryError(
-                f"no Replay-Nonce from {new_nonce_url} (HTTP {response.status_code})"
-            )
-        return cast(bytes, Header._fields["nonce"].decode(nonce))
-
-    def keep_nonce(self, response: requests.Response) -> None:
-        nonce = response.headers.get(self.REPLAY_NONCE_HEADER)
-        if nonce:
-            with contextlib.suppress(DeserializationError):
-                self._nonces.add(Header._fields["nonce"].decode(nonce))
-
-    def signed_post(
-        self, url: str, payload: _Payload | None, new_nonce_url: str, accept: str | None
-    ) -> requests.Response:
-        # The library annotates the nonce as str but signs the decoded bytes.
-        nonce: Any = self.take_nonce(new_nonce_url)
-        data = self._wrap_in_jws(payload, nonce, url)
-        headers = {"Content-Type": JOSE}
-        if accept:
-            headers["Accept"] = accept
-        response = self._send_request("POST", url, data=data, headers=headers)
-        self.keep_nonce(response)
-        return response  # type: ignore[no-any-return]
-
-
-class _Payload(JSONDeSerializable):  # type: ignore[misc]
-    """A plain JSON object as a JWS payload (the library wants JSONDeSerializable)."""
-
-    def __init__(self, obj: dict[str, Any]) -> None:
-        self.obj = obj
-
-    def to_partial_json(self) -> dict[str, Any]:
-        return self.obj
-
-    @classmethod
-    def from_json(cls, jobj: Any) -> _Payload:
-        return cls(dict(jobj))
-
-
 def _retry_after(response: requests.Response) -> timedelta | None:
     value = response.headers.get("Retry-After")
     if not value:
@@ -238,20 +154,15 @@ def _problem(response: requests.Response) -> dict[str, Any]:
     return {"type": "", "detail": text or f"HTTP {response.status_code}"}
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
 def _json(response: requests.Response, url: str) -> dict[str, Any]:
     try:
-        body = response.json()
+        body = json.loads(response.content)
     except ValueError:
         raise AcmeTemporaryError(
             f"{url}: response is not JSON (HTTP {response.status_code})"
         ) from None
     if not isinstance(body, dict):
         raise AcmeTemporaryError(f"{url}: response is not a JSON object")
-    body = dict(body)
     body["url"] = response.headers.get("Location") or url
     return body
 
@@ -270,16 +181,14 @@ class AcmeClient:
         self.key = key
         self.account_uri = account_uri
         self.tls = tls or TLSOptions()
-        alg = ES256 if isinstance(key, JWKEC) else RS256
         pool = max(10, int(getattr(settings, "WORKER_THREADS", 8)) * 2)
-        self._net = _Network(key, alg, self.tls.verify(), pool)
-        if account_uri:
-            self._net.account = messages.RegistrationResource(
-                uri=account_uri, body=messages.Registration()
-            )
+        self._signer = Signer(key)
+        self._net = Network(
+            self._signer, self.tls.verify(), pool, USER_AGENT, (CONNECT_TIMEOUT, READ_TIMEOUT)
+        )
         self._directory: dict[str, Any] | None = None
         self._dir_lock = threading.Lock()
-        self._thumbprint = _b64(key.thumbprint())
+        self._thumbprint = self._signer.thumbprint
         if self.tls.skip_verify:
             warnings.filterwarnings("ignore", message="Unverified HTTPS request")
 
@@ -357,7 +266,7 @@ class AcmeClient:
         with self._dir_lock:
             if self._directory is None:
                 response = self._send(
-                    lambda: self._net._send_request("GET", self.directory_url),
+                    lambda: self._net.get(self.directory_url),
                     self.directory_url,
                     action="directory",
                     retry_timeout=True,
@@ -379,12 +288,15 @@ class AcmeClient:
         action: str,
         accept: str | None = None,
         retry_timeout: bool = True,
+        with_jwk: bool = False,
     ) -> requests.Response:
-        """A signed POST (payload None = POST-as-GET); `action` labels the metrics."""
+        """A signed POST (payload None = POST-as-GET); `action` labels the metrics.
+        Signed with the account URL as kid, or with the bare JWK when `with_jwk`
+        (newAccount, RFC 8555 §6.2)."""
         new_nonce = self._endpoint("newNonce")
-        body = _Payload(payload) if payload is not None else None
+        kid = None if with_jwk else self.account_uri
         return self._send(
-            lambda: self._net.signed_post(url, body, new_nonce, accept),
+            lambda: self._net.signed_post(url, payload, new_nonce, kid, accept),
             url,
             action=action,
             retry_timeout=retry_timeout,
@@ -418,19 +330,13 @@ class AcmeClient:
                     {k: v for k, v in self.directory().items() if k != "url"}
                 ),
             )
-        # Without a kid: newAccount is signed with the bare JWK.
-        saved, self._net.account = self._net.account, None
-        try:
-            response = self.post(url, payload, action="new_account")
-        finally:
-            self._net.account = saved
+        response = self.post(url, payload, action="new_account", with_jwk=True)
         account = _json(response, url)
         uri = response.headers.get("Location", "")
         if not uri:
             raise AcmeTemporaryError("newAccount answer has no Location header")
         account["url"] = uri
         self.account_uri = uri
-        self._net.account = messages.RegistrationResource(uri=uri, body=messages.Registration())
         return account
 
     @property
@@ -497,14 +403,14 @@ class AcmeClient:
 
     def finalize(self, finalize_url: str, csr_pem: str) -> dict[str, Any]:
         der = x509.load_pem_x509_csr(csr_pem.encode()).public_bytes(serialization.Encoding.DER)
-        order = self.post_json(finalize_url, {"csr": _b64(der)}, "finalize")
+        order = self.post_json(finalize_url, {"csr": b64(der)}, "finalize")
         return order
 
     def key_authorization(self, token: str) -> str:
         return f"{token}.{self._thumbprint}"
 
     def dns01_txt_value(self, token: str) -> str:
-        return _b64(hashlib.sha256(self.key_authorization(token).encode()).digest())
+        return b64(hashlib.sha256(self.key_authorization(token).encode()).digest())
 
     # -- certificates -----------------------------------------------------------------
     def _fetch_chain(self, url: str) -> tuple[str, list[str]]:
@@ -535,7 +441,7 @@ class AcmeClient:
             return None
         url = f"{str(base).rstrip('/')}/{ari_cert_id(cert_pem)}"
         response = self._send(
-            lambda: self._net._send_request("GET", url),
+            lambda: self._net.get(url),
             url,
             action="renewal_info",
             retry_timeout=True,
