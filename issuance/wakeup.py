@@ -27,25 +27,32 @@ NOTIFY_CHANNEL = "issuance_wakeup"
 NOTIFY_GAP = 0.05
 
 _lock = threading.Lock()
+_wakeup_notifier = threading.Condition(_lock)
 _last_sent = -1.0
-_trailing: threading.Timer | None = None
+# When the folded NOTIFY of a burst is due (monotonic), None when none is pending.
+_trailing: float | None = None
+_notifier: threading.Thread | None = None
 
 
 def notify_workers() -> None:
     """Wake sleeping workers: this process's at once, other processes' via PostgreSQL NOTIFY."""
-    global _last_sent, _trailing  # noqa: PLW0603 - one debounce state per process
+    global _last_sent, _trailing, _notifier  # noqa: PLW0603 - one debounce state per process
     local_wakeup.set()
     if connection.vendor != "postgresql":
         return
     now = time.monotonic()
     with _lock:
-        if now - _last_sent >= NOTIFY_GAP:
+        if now - _last_sent >= NOTIFY_GAP and _trailing is None:
             _last_sent = now
         else:
             if _trailing is None:
-                _trailing = threading.Timer(NOTIFY_GAP - (now - _last_sent), _send_trailing)
-                _trailing.daemon = True
-                _trailing.start()
+                _trailing = _last_sent + NOTIFY_GAP
+                if _notifier is None or not _notifier.is_alive():
+                    _notifier = threading.Thread(
+                        target=_send_trailing, name="notify-workers", daemon=True
+                    )
+                    _notifier.start()
+                _wakeup_notifier.notify()
             return
     _send()
 
@@ -56,18 +63,25 @@ def _send() -> None:
 
 
 def _send_trailing() -> None:
+    """The folded NOTIFYs, from one long-lived thread on its own connection (a timer thread
+    per burst opened and closed a database connection every time: a server process each)."""
     global _last_sent, _trailing  # noqa: PLW0603
-    with _lock:
-        _trailing = None
-        _last_sent = time.monotonic()
-    try:
-        _send()
-    except Exception:  # a timer thread has no caller to raise to
-        # Workers still find the rows: at their next due time or idle cap.
-        log.warning("could not NOTIFY the workers", exc_info=True)
-    finally:
-        with contextlib.suppress(DatabaseError):
-            connections[DEFAULT_DB_ALIAS].close()  # this timer thread's own connection
+    while True:
+        with _lock:
+            while _trailing is None:
+                _wakeup_notifier.wait()
+            delay = _trailing - time.monotonic()
+            if delay > 0:
+                _wakeup_notifier.wait(delay)
+                continue
+            _trailing = None
+            _last_sent = time.monotonic()
+        try:
+            _send()
+        except Exception:  # no caller to raise to; workers still find the rows later
+            log.warning("could not NOTIFY the workers", exc_info=True)
+            with contextlib.suppress(DatabaseError):
+                connections[DEFAULT_DB_ALIAS].close()  # reconnect for the next one
 
 
 def wake(obj: Model, at: datetime | None = None) -> None:
