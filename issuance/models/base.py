@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
 
-from issuance.models.fastsave import update_fields_save
+from issuance.models.fastsave import insert_save, update_fields_save
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
@@ -79,6 +79,15 @@ class Resource(models.Model):
             and update_fields_save(
                 self, update_fields, kwargs.get("using") or self._state.db or DEFAULT_DB_ALIAS
             )
+        ):
+            return
+        # A new row (objects.create() passes force_insert): one precompiled INSERT.
+        if (
+            update_fields is None
+            and not args
+            and set(kwargs) <= {"force_insert", "using"}
+            and self._state.adding
+            and insert_save(self, kwargs.get("using") or DEFAULT_DB_ALIAS)
         ):
             return
         super().save(*args, **kwargs)

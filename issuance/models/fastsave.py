@@ -155,3 +155,65 @@ def save_where(
         sender=model, instance=instance, created=False, update_fields=names, raw=False, using=using
     )
     return True
+
+
+_inserts: dict[tuple[type[Model], str], tuple[str, list[Field[Any, Any]]]] = {}
+
+
+def _insert_statement(
+    model: type[Model], connection: BaseDatabaseWrapper
+) -> tuple[str, list[Field[Any, Any]]] | None:
+    """INSERT INTO … (every column but an auto primary key) VALUES (…) RETURNING pk, built
+    once per model; None where this path does not apply (the caller uses Model.save)."""
+    key = (model, connection.vendor)
+    found = _inserts.get(key)
+    if found is not None:
+        return found
+    meta = model._meta
+    pk = meta.pk
+    if meta.parents or pk is None or not getattr(pk, "db_returning", False):
+        return None
+    if not connection.features.can_return_columns_from_insert:
+        return None
+    fields = [f for f in meta.local_concrete_fields if f is not pk and not f.generated]
+    if any(f.has_db_default() for f in fields):  # type: ignore[attr-defined]
+        return None
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608
+        f" RETURNING {quote(pk.column)}"
+    )
+    with _lock:
+        _inserts[key] = (sql, fields)
+    return sql, fields
+
+
+def insert_save(instance: Model, using: str) -> bool:
+    """Insert a new row with one precompiled INSERT (Model.save compiled it anew each time),
+    with the signals and checks Model.save has. Returns False when this path does not apply."""
+    model = type(instance)
+    if not instance._state.adding or instance.pk is not None:
+        return False
+    connection = connections[using]
+    statement = _insert_statement(model, connection)
+    if statement is None:
+        return False
+    sql, fields = statement
+    instance._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]
+    pre_save.send(sender=model, instance=instance, raw=False, using=using, update_fields=None)
+    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    if any(hasattr(v, "resolve_expression") for v in values):
+        return False  # an expression as a value: the ORM compiles it
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        row = cursor.fetchone()
+    assert row is not None
+    instance.pk = row[0]
+    instance._state.adding = False
+    instance._state.db = using
+    post_save.send(
+        sender=model, instance=instance, created=True, update_fields=None, raw=False, using=using
+    )
+    return True
