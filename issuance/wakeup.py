@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from datetime import datetime
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.db.models import Model
@@ -86,16 +87,26 @@ def _send_trailing() -> None:
 
 def wake(obj: Model, at: datetime | None = None) -> None:
     """Make `obj` due at `at` (default now), even if a worker holds it right now."""
+    sql, params = wake_sql(obj, at)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+    woken(at)
+
+
+def wake_sql(obj: Model, at: datetime | None = None) -> tuple[str, list[Any]]:
+    """The UPDATE that wakes `obj` (for callers that run it inside another statement; they
+    call woken() after it)."""
     when = at or timezone.now()
     # Plain SQL: several wake-ups per certificate, and the ORM compiled this UPDATE anew for
     # each one (names from the model, quoted; values are parameters).
     quote = connection.ops.quote_name
     table = quote(obj._meta.db_table)
     pk = quote(obj._meta.pk.column)  # type: ignore[union-attr]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET due_at = %s, wake_seq = wake_seq + 1 WHERE {pk} = %s",  # noqa: S608
-            [connection.ops.adapt_datetimefield_value(when), obj.pk],
-        )
-    if when <= timezone.now():
+    sql = f"UPDATE {table} SET due_at = %s, wake_seq = wake_seq + 1 WHERE {pk} = %s"  # noqa: S608
+    return sql, [connection.ops.adapt_datetimefield_value(when), obj.pk]
+
+
+def woken(at: datetime | None = None) -> None:
+    """After a wake-up was stored: tell the workers (after commit) when it is due now."""
+    if at is None or at <= timezone.now():
         transaction.on_commit(notify_workers)

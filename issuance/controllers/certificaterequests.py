@@ -7,7 +7,7 @@ kind (issuance.issuers.registry). After a final state the owning Certificate is 
 
 from __future__ import annotations
 
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
 from issuance import actions, approval, events, faults
@@ -16,7 +16,6 @@ from issuance.issuers import registry
 from issuance.issuers.base import SignOutcome, SignState
 from issuance.models import Approval, CertificateRequest, Event, Issuer, RequestState
 from issuance.models.fastsave import save_where
-from issuance.wakeup import wake
 
 POLICY_ACTOR = "policy"
 AUTO_APPROVE_VALUES = ("owned", "all", "none")
@@ -116,9 +115,8 @@ def store_outcome(request: CertificateRequest, outcome: SignOutcome) -> bool:
 FINISH_FIELDS = ("state", "failure_time", "certificate_pem", "ca_pem", "conditions", "updated_at")
 
 
-@transaction.atomic
 def _finish(request: CertificateRequest, state: str, why: tuple[str, str]) -> bool:
-    """Final state (written only while the row is still Pending), then wake the owner."""
+    """Final state (written only while the row is still Pending), waking the owner with it."""
     reason, message = why
     now = timezone.now()
     request.state = state
@@ -128,7 +126,8 @@ def _finish(request: CertificateRequest, state: str, why: tuple[str, str]) -> bo
         "Ready", "True" if state == RequestState.ISSUED else "False", reason, message, now=now
     )
     using = request._state.db or DEFAULT_DB_ALIAS
-    if not save_where(request, FINISH_FIELDS, using, state=RequestState.PENDING):
+    owner = request.certificate if request.certificate_id is not None else None
+    if not save_where(request, FINISH_FIELDS, using, wake=owner, state=RequestState.PENDING):
         request.refresh_from_db()
         return False
     events.record(
@@ -139,6 +138,4 @@ def _finish(request: CertificateRequest, state: str, why: tuple[str, str]) -> bo
         type_=Event.NORMAL if state == RequestState.ISSUED else Event.WARNING,
         certificate_name=request.certificate.name if request.certificate else "",
     )
-    if request.certificate_id is not None:
-        wake(request.certificate)  # type: ignore[arg-type]
     return True

@@ -22,10 +22,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
-from issuance import events, scheduler, wakeup
+from issuance import events, scheduler
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.models import Challenge, ChallengeState, Event, OrderState
@@ -131,23 +131,22 @@ def finish(challenge: Challenge, state: str, reason: str) -> Result:
         challenge.presented = False
         fields = (*FINISH_FIELDS, "presented")
     using = challenge._state.db or DEFAULT_DB_ALIAS
-    with transaction.atomic(using=using):
-        # Only while unfinished: the scheduler's timeout may have finished it first.
-        if save_where(challenge, fields, using, finished=False):
-            wakeup.wake(challenge.order)
-            scheduler.mark_queue_changed()  # a slot is free
-            ok = state == ChallengeState.VALID
-            _event(
-                challenge,
-                "Valid" if ok else "Failed",
-                f"{challenge.type} challenge for {challenge.dns_name} is {state}"
-                + (f": {reason}" if reason else ""),
-                warning=not ok,
-            )
-            if cleaned:
-                _cleaned_up_event(challenge)
-        else:
-            challenge.refresh_from_db()
+    # Only while unfinished (the scheduler's timeout may have finished it first); the order
+    # is woken by the same statement.
+    if save_where(challenge, fields, using, wake=challenge.order, finished=False):
+        scheduler.mark_queue_changed()  # a slot is free
+        ok = state == ChallengeState.VALID
+        _event(
+            challenge,
+            "Valid" if ok else "Failed",
+            f"{challenge.type} challenge for {challenge.dns_name} is {state}"
+            + (f": {reason}" if reason else ""),
+            warning=not ok,
+        )
+        if cleaned:
+            _cleaned_up_event(challenge)
+    else:
+        challenge.refresh_from_db()
     return Result.now() if challenge.presented else Result.done()
 
 
