@@ -7,6 +7,11 @@ third of the web process's CPU during bulk issuance. Here the answer is one inde
 lookup on a small pool of long-lived threads. Same answers as AcmeChallengeMiddleware
 (which still serves the path under WSGI and in Django's test client): any Host, GET and
 HEAD only, text/plain, never cached, 404 for unknown tokens.
+
+The fetches of one token arrive together, so they share one lookup: a fetch that comes
+while a lookup for its token is running waits for that lookup instead of starting one
+(no thread hop, no query). Nothing outlives the lookup, so a token stops answering as soon
+as its row says so.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 from django.db import close_old_connections
 
-from issuance.solvers.http01 import PATH_PREFIX, key_authorization_for
+from issuance.solvers.http01 import PATH_PREFIX, TOKEN_RE, key_authorization_for
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[Any]]
@@ -43,6 +48,27 @@ class AcmeChallengeApp:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self._executor = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="http01")
+        self._running: dict[str, asyncio.Future[str | None]] = {}
+
+    async def key_for(self, token: str) -> str | None:
+        """The key authorization for `token`, from the lookup already running for it if any.
+
+        The fetches waiting on a lookup share its outcome, an error included (they would
+        meet the same database).
+        """
+        if not TOKEN_RE.match(token):
+            return None
+        lookup = self._running.get(token)
+        if lookup is None or lookup.done():
+            lookup = asyncio.get_running_loop().run_in_executor(self._executor, _lookup, token)
+            self._running[token] = lookup
+            lookup.add_done_callback(lambda done: self._forget(token, done))
+        # A fetch whose client goes away must not cancel the lookup the others wait for.
+        return await asyncio.shield(lookup)
+
+    def _forget(self, token: str, lookup: asyncio.Future[str | None]) -> None:
+        if self._running.get(token) is lookup:
+            del self._running[token]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -55,9 +81,7 @@ class AcmeChallengeApp:
             status, body = 405, b""
             extra.append((b"allow", b"GET, HEAD"))
         else:
-            loop = asyncio.get_running_loop()
-            token = path.removeprefix(PATH_PREFIX)
-            key = await loop.run_in_executor(self._executor, _lookup, token)
+            key = await self.key_for(path.removeprefix(PATH_PREFIX))
             status, body = (404, b"not found\n") if key is None else (200, key.encode())
         headers = [
             (b"content-type", b"text/plain; charset=utf-8"),
