@@ -78,6 +78,9 @@ MIDDLEWARE = [
 ROOT_URLCONF = "console.urls"
 WSGI_APPLICATION = "console.wsgi.application"
 ASGI_APPLICATION = "console.asgi.application"
+# Under ASGI, plain HTTP requests run on this many long-lived threads (console.asgi_http);
+# more requests than that wait on the event loop. Keep it below DATABASE_POOL_MAX_SIZE.
+WEB_THREADS = int(os.environ.get("WEB_THREADS", "12"))
 
 TEMPLATES = [
     {
@@ -161,7 +164,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("MAX_BODY_BYTES") or 256 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "issuance.api.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["issuance.api.permissions.RolePermission"],
