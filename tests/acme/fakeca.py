@@ -1,7 +1,8 @@
 """A tiny scripted ACME server (plain HTTP, in a thread) for client error-handling tests.
 
-It does not verify JWS; it serves a directory and nonces, and answers each path from a
-script of canned responses, counting every hit. Real Pebble covers the happy paths; this
+It serves a directory and nonces, and answers each path from a script of canned responses,
+counting every hit. It keeps every POSTed JWS and every nonce it issued, so tests can
+verify the signatures, headers and nonce use (tests/acme/test_wire.py). Real Pebble covers the happy paths; this
 covers what Pebble cannot be made to do on demand (429 + Retry-After, 503, hangs).
 """
 
@@ -44,6 +45,9 @@ class FakeCA:
         # Decoded JWS payloads and protected headers of POSTs, per path (last one wins).
         self.payloads: dict[str, Any] = {}
         self.protected: dict[str, dict[str, Any]] = {}
+        # Every POSTed body (path, raw JWS) in order, and every nonce handed out.
+        self.posts: list[tuple[str, bytes]] = []
+        self.nonces: set[str] = set()
         self.script: dict[str, list[Reply]] = {}
         self.default: dict[str, Reply] = {}
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -71,6 +75,11 @@ class FakeCA:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def nonce(self) -> str:
+        value = secrets.token_urlsafe(16)
+        self.nonces.add(value)
+        return value
 
     def _reply_for(self, path: str) -> Reply:
         queue = self.script.get(path)
@@ -100,7 +109,7 @@ class FakeCA:
                 )
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Replay-Nonce", secrets.token_urlsafe(16))
+                    self.send_header("Replay-Nonce", ca.nonce())
                     ctype = "application/json" if isinstance(body, (dict, list)) else "text/plain"
                     headers = {"Content-Type": ctype, **reply.headers}
                     for key, value in headers.items():
@@ -114,7 +123,7 @@ class FakeCA:
             def do_HEAD(self) -> None:
                 ca.hits[self.path] += 1
                 self.send_response(200)
-                self.send_header("Replay-Nonce", secrets.token_urlsafe(16))
+                self.send_header("Replay-Nonce", ca.nonce())
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -129,6 +138,7 @@ class FakeCA:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
                 ca.hits[self.path] += 1
+                ca.posts.append((self.path, body))
                 try:
                     jws = json.loads(body)
                     ca.protected[self.path] = json.loads(_unb64(jws["protected"]))
