@@ -14,6 +14,7 @@ from rest_framework.response import Response
 
 from issuance import actions, events
 from issuance.api.common import (
+    PrebuiltFieldsMixin,
     ResourceViewSet,
     ResourceWriteSerializer,
     merge_patch,
@@ -23,11 +24,12 @@ from issuance.api.errors import Conflict
 from issuance.api.permissions import ADMIN, OPERATOR
 from issuance.models import Certificate, CertificateState, Secret
 from issuance.specs import apply_certificate_ex
+from issuance.specs.certificate import CertificateExists
 
 KINDS = ("Certificate",)
 
 
-class CertificateStatusSerializer(serializers.Serializer[Any]):
+class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
     """cert-manager's CertificateStatus (camelCase), plus `state` and the last forced renewal."""
 
     state = serializers.CharField()
@@ -47,7 +49,7 @@ class CertificateStatusSerializer(serializers.Serializer[Any]):
     lastError = serializers.CharField(source="last_error")
 
 
-class CertificateSerializer(serializers.Serializer[Any]):
+class CertificateSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
     name = serializers.CharField()
     generation = serializers.IntegerField()
     createdAt = serializers.DateTimeField(source="created_at")
@@ -109,12 +111,15 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
         body = read_write_body(request, KINDS)
         if not body.get("name"):
             return Response({"name": ["is required"]}, status=status.HTTP_400_BAD_REQUEST)
-        if Certificate.objects.filter(name=body["name"]).exists():
+        try:
+            applied = apply_certificate_ex(
+                body["name"], body["spec"], actor=self.actor(), create_only=True
+            )
+        except CertificateExists:
             raise Conflict(
                 f"Certificate {body['name']!r} already exists; use PUT or PATCH to change it."
-            )
-        cert = apply_certificate_ex(body["name"], body["spec"], actor=self.actor()).obj
-        return Response(CertificateSerializer(cert).data, status=status.HTTP_201_CREATED)
+            ) from None
+        return Response(CertificateSerializer(applied.obj).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=ResourceWriteSerializer, responses=CertificateSerializer)
     def update(self, request: Request, name: str) -> Response:

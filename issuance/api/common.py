@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import io
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -98,6 +98,30 @@ class ResourceWriteSerializer(serializers.Serializer[Any]):
             raise serializers.ValidationError(errors)
         attrs["name"] = name
         return attrs
+
+
+class PrebuiltFieldsMixin:
+    """Represent objects through fields built once per class, not copied per serializer.
+
+    DRF deep-copies every declared field for each serializer instance (a Certificate and its
+    status: ~20 fields, a tenth of an API create's CPU) before converting one object. Only
+    for serializers whose fields just convert values (no `context`, no relations, no
+    request): those fields hold no per-request state, so one bound set per class serves
+    every thread. The output is DRF's own `to_representation` over the same fields.
+    `.fields` (schema, validation, the browsable API) is untouched.
+    """
+
+    @property
+    def _readable_fields(self) -> list[serializers.Field[Any, Any, Any, Any]]:
+        cls = type(self)
+        fields: list[serializers.Field[Any, Any, Any, Any]] | None = cls.__dict__.get(
+            "_prebuilt_fields"
+        )
+        if fields is None:
+            prototype = cast("serializers.Serializer[Any]", cls())
+            fields = [f for f in prototype.fields.values() if not f.write_only]
+            cls._prebuilt_fields = fields  # type: ignore[attr-defined]
+        return fields
 
 
 class ActionBodySerializer(serializers.Serializer[Any]):
