@@ -26,6 +26,8 @@ log = logging.getLogger("issuance.wakeup")
 local_wakeup = threading.Event()
 NOTIFY_CHANNEL = "issuance_wakeup"
 NOTIFY_GAP = 0.05
+# The notifier thread closes its connection after this many idle seconds.
+NOTIFIER_IDLE = 1.0
 
 _lock = threading.Lock()
 _wakeup_notifier = threading.Condition(_lock)
@@ -70,7 +72,10 @@ def _send_trailing() -> None:
     while True:
         with _lock:
             while _trailing is None:
-                _wakeup_notifier.wait()
+                if not _wakeup_notifier.wait(NOTIFIER_IDLE):
+                    # Idle: give the connection back (a held one keeps a server process,
+                    # and stops a test database from being dropped).
+                    connections[DEFAULT_DB_ALIAS].close()
             delay = _trailing - time.monotonic()
             if delay > 0:
                 _wakeup_notifier.wait(delay)
