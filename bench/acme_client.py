@@ -9,7 +9,8 @@ thread's CPU time (time.thread_time: the client runs in the main thread, so the 
 responder's thread and Pebble are not counted) around each client call:
 
 - `--orders N` rounds of the calls that need no validation: newOrder, authorization
-  POST-as-GET, challenge POST-as-GET, order POST-as-GET;
+  POST-as-GET, challenge POST-as-GET, order POST-as-GET (`--threads T`: spread over T
+  threads sharing the client, as the worker's threads do);
 - `--issue M` full issuances as the controllers make them: newOrder, authorization,
   challenge, challenge POST {}, authorization polls until valid, finalize, order polls
   until valid, certificate download.
@@ -33,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
@@ -63,6 +64,11 @@ class Meter:
             self.calls[kind] += 1
             if self.profile is not None:
                 self.profile.disable()
+
+    def merge(self, other: Meter) -> None:
+        for kind, seconds in other.cpu.items():
+            self.cpu[kind] += seconds
+        self.calls.update(other.calls)
 
     def report(self, title: str) -> None:
         print(f"\n{title}")
@@ -116,9 +122,8 @@ def _setup_django(database_url: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def _names() -> Iterator[str]:
-    while True:
-        yield f"{secrets.token_hex(6)}.bench.test"
+def _name() -> str:
+    return f"{secrets.token_hex(6)}.bench.test"
 
 
 def _poll(
@@ -138,6 +143,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--orders", type=int, default=200)
     parser.add_argument("--issue", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=1, help="threads for --orders")
     parser.add_argument("--nonce-reject", type=int, default=5, help="Pebble's badNonce %%")
     parser.add_argument("--profile", help="write a cProfile of the measured calls here")
     parser.add_argument("--top", type=int, default=0, help="print the N top functions")
@@ -178,27 +184,47 @@ def main() -> int:
             pebble.directory_url, key, "", TLSOptions(ca_bundle_b64=pebble.ca_bundle_b64)
         )
         client.new_account("bench@example.test")
-        names = _names()
         # Warm-up: connections open, caches filled, first-call imports done.
         for _ in range(3):
-            order = client.new_order([("dns", next(names))])
+            order = client.new_order([("dns", _name())])
             authz = client.get_authorization(order["authorizations"][0])
             client.get_challenge(authz["challenges"][0]["url"])
             client.get_order(order["url"])
 
         stats_before = acme_client.stats()
         quick = Meter(profile)
-        for _ in range(args.orders):
-            order = quick("new_order", client.new_order, [("dns", next(names))])
-            authz = quick("get_authorization", client.get_authorization, order["authorizations"][0])
-            chal = next(c for c in authz["challenges"] if c["type"] == "http-01")
-            quick("get_challenge", client.get_challenge, chal["url"])
-            quick("get_order", client.get_order, order["url"])
-        quick.report(f"calls without validation ({args.orders} orders)")
+
+        def rounds(meter: Meter, count: int) -> None:
+            for _ in range(count):
+                order = meter("new_order", client.new_order, [("dns", _name())])
+                authz = meter(
+                    "get_authorization", client.get_authorization, order["authorizations"][0]
+                )
+                chal = next(c for c in authz["challenges"] if c["type"] == "http-01")
+                meter("get_challenge", client.get_challenge, chal["url"])
+                meter("get_order", client.get_order, order["url"])
+
+        if args.threads == 1:
+            rounds(quick, args.orders)
+        else:
+            # As in the worker: threads share one client (its nonce pool and connections)
+            # and contend for the GIL; each thread's own CPU time is counted.
+            meters = [Meter(None) for _ in range(args.threads)]
+            threads = [
+                threading.Thread(target=rounds, args=(m, args.orders // args.threads))
+                for m in meters
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            for meter in meters:
+                quick.merge(meter)
+        quick.report(f"calls without validation ({args.orders} orders, {args.threads} threads)")
 
         full = Meter(profile)
         for _ in range(args.issue):
-            name = next(names)
+            name = _name()
             order = full("new_order", client.new_order, [("dns", name)])
             authz_url = order["authorizations"][0]
             authz = full("get_authorization", client.get_authorization, authz_url)
