@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from django.db import models
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
 
+from issuance.models.fastsave import insert_save
 from issuance.pki.encryption import decrypt_text, encrypt_text
 
 
@@ -29,6 +32,16 @@ class Secret(models.Model):
 
     def __str__(self) -> str:
         return f"Secret/{self.name}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # A new Secret (every first issuance writes one): one precompiled INSERT.
+        if (
+            not args
+            and set(kwargs) <= {"force_insert", "using"}
+            and insert_save(self, kwargs.get("using") or DEFAULT_DB_ALIAS)
+        ):
+            return
+        super().save(*args, **kwargs)
 
     @property
     def tls_key(self) -> str:
