@@ -46,6 +46,9 @@ class CertView:
     current: CertificateRequest | None  # the request that made the current revision
     target: CertificateRequest | None  # the newest request after the current revision
     latest: CertificateRequest | None  # the newest request of all (for forced renewals)
+    # secret_violation()'s answer once worked out (it parses keys and the CSR); a view made
+    # with dataclasses.replace() must reset it.
+    checked: tuple[Violation | None] | None = None
 
 
 # Stand-ins for the precompiled queries of load_view: values no row has, yet within each
@@ -199,6 +202,12 @@ def public_key_der(key_pem: str) -> bytes:
 
 def secret_violation(view: CertView) -> Violation | None:
     """Why the stored key pair does not serve the spec (None: it does, maybe needing renewal)."""
+    if view.checked is None:
+        view.checked = (_secret_violation(view),)
+    return view.checked[0]
+
+
+def _secret_violation(view: CertView) -> Violation | None:
     cert, secret, info = view.cert, view.secret, view.info
     if secret is None:
         return Violation("DoesNotExist", f"Secret {cert.secret_name!r} does not exist")

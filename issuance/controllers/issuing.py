@@ -310,7 +310,13 @@ def _store_issued(view: CertView, request: CertificateRequest) -> CertView:
         cert.last_failure_generation = None
         cert.remove_condition("Issuing")
         after = replace(
-            view, secret=secret, info=issued, key_pem=key_pem, current=request, target=None
+            view,
+            secret=secret,
+            info=issued,
+            key_pem=key_pem,
+            current=request,
+            target=None,
+            checked=None,
         )
         apply_readiness(after, secret_violation(after))
         save_status(cert)
