@@ -98,7 +98,9 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
-DATABASE_POOL_MAX_SIZE = int(os.environ.get("DATABASE_POOL_MAX_SIZE", "20"))
+# Each process's pool: under `manage.py serve` one process holds the web threads (WEB_THREADS),
+# the HTTP-01 lookup threads, the worker's threads and its notifier at once.
+DATABASE_POOL_MAX_SIZE = int(os.environ.get("DATABASE_POOL_MAX_SIZE", "40"))
 DATABASE_PREPARE_THRESHOLD = int(os.environ.get("DATABASE_PREPARE_THRESHOLD", "5"))
 _db: dict[str, Any] = dict(dj_database_url.parse(DATABASE_URL, conn_max_age=0))
 if _db["ENGINE"] == "django.db.backends.sqlite3":
