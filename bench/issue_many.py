@@ -130,13 +130,13 @@ class Api:
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
-def cert_body(name: str) -> dict[str, Any]:
+def cert_body(name: str, issuer: str = "pebble") -> dict[str, Any]:
     return {
         "name": name,
         "spec": {
             "secretName": f"{name}-tls",
             "dnsNames": [f"{name}.bench.test"],
-            "issuerRef": {"name": "pebble", "kind": "Issuer"},
+            "issuerRef": {"name": issuer, "kind": "Issuer"},
             "privateKey": {"algorithm": "ECDSA", "size": 256},
         },
     }

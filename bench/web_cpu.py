@@ -36,13 +36,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench import issue_many  # noqa: E402
+from bench.issue_many import cpu_seconds  # noqa: E402
+
 PG = "postgresql://postgres@127.0.0.1:5432"
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def request(
@@ -65,15 +62,7 @@ def request(
 
 
 def cert_body(name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "spec": {
-            "secretName": f"{name}-tls",
-            "dnsNames": [f"{name}.bench.test"],
-            "issuerRef": {"name": "bench", "kind": "Issuer"},
-            "privateKey": {"algorithm": "ECDSA", "size": 256},
-        },
-    }
+    return issue_many.cert_body(name, issuer="bench")
 
 
 def measure(pid: int, work: Callable[[], None]) -> tuple[float, float]:
