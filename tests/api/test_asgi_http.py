@@ -23,8 +23,8 @@ from rest_framework.authtoken.models import Token
 
 from console.asgi_http import ThreadedASGIHandler
 from issuance.models import Certificate
-from tests.e2e.servers import Process, free_port, start_uvicorn
 from tests.factories import make_selfsigned_issuer
+from tests.webserver import uvicorn_on_test_database
 
 REPO = Path(__file__).resolve().parents[2]
 CSS = REPO / "static" / "css" / "console.css"
@@ -32,21 +32,8 @@ CSS = REPO / "static" / "css" / "console.css"
 
 @pytest.fixture
 def web(tmp_path: Path) -> Iterator[int]:
-    db = settings.DATABASES["default"]
-    port = free_port()
-    env = {
-        "DATABASE_URL": f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "SECRET_KEY": "asgi-http-test",
-        "KEY_ENCRYPTION_KEY": settings.KEY_ENCRYPTION_KEY,
-        "DJANGO_SETTINGS_MODULE": "console.settings",
-        "LOG_LEVEL": "WARNING",
-        "WEB_THREADS": "3",
-    }
-    proc: Process = start_uvicorn(tmp_path, port, env)
-    try:
+    with uvicorn_on_test_database(tmp_path, WEB_THREADS="3") as port:
         yield port
-    finally:
-        proc.stop()
 
 
 def call(

@@ -15,7 +15,7 @@ from django.db import connection
 
 from issuance.models import Challenge, Order
 from tests.challenges.builders import make_acme_issuer, make_challenge, make_order
-from tests.e2e.servers import Process, free_port, start_uvicorn
+from tests.webserver import uvicorn_on_test_database
 
 # The uvicorn process reads the test database, so rows must be committed.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -28,20 +28,8 @@ def order() -> Order:
 
 @pytest.fixture
 def web(tmp_path: Path) -> Iterator[int]:
-    db = settings.DATABASES["default"]
-    port = free_port()
-    env = {
-        "DATABASE_URL": f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "SECRET_KEY": "asgi-test",
-        "KEY_ENCRYPTION_KEY": settings.KEY_ENCRYPTION_KEY,
-        "DJANGO_SETTINGS_MODULE": "console.settings",
-        "LOG_LEVEL": "WARNING",
-    }
-    proc: Process = start_uvicorn(tmp_path, port, env)
-    try:
+    with uvicorn_on_test_database(tmp_path) as port:
         yield port
-    finally:
-        proc.stop()
 
 
 def fetch(
