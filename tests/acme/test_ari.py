@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
 from django.utils.dateparse import parse_datetime
 
-from issuance.acme import ratelimit
 from issuance.acme.account import ensure_account_key
-from issuance.acme.client import forget_clients
 from issuance.issuers.acme import _update_ari, ari_point
 from issuance.models import CertificateRequest, Issuer
 from tests.acme.fakeca import FakeCA, Reply
@@ -18,16 +15,6 @@ from tests.acme.pki import make_chain
 from tests.factories import make_certificate
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ca() -> Iterator[FakeCA]:
-    server = FakeCA()
-    ratelimit.forget_cache()
-    forget_clients()
-    yield server
-    server.stop()
-    forget_clients()
 
 
 def _request(ca: FakeCA) -> CertificateRequest:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -19,15 +18,6 @@ from issuance.models import AcmeServer
 from tests.acme.fakeca import FakeCA, Reply, problem
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ca() -> Iterator[FakeCA]:
-    server = FakeCA()
-    ratelimit.forget_cache()
-    yield server
-    server.stop()
-    ratelimit.forget_cache()
 
 
 def make_client(ca: FakeCA) -> AcmeClient:

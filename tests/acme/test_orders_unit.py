@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
 from issuance.acme import ratelimit
 from issuance.acme.account import account_config, ensure_account_key
-from issuance.acme.client import forget_clients
 from issuance.controllers import orders
 from issuance.controllers.base import TemporaryError
 from issuance.issuers import acme as acme_issuer
@@ -21,17 +19,6 @@ from tests.acme.fakeca import FakeCA, Reply, problem
 from tests.factories import make_certificate
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ca() -> Iterator[FakeCA]:
-    server = FakeCA()
-    ratelimit.forget_cache()
-    forget_clients()
-    yield server
-    server.stop()
-    forget_clients()
-    ratelimit.forget_cache()
 
 
 def make_request(

@@ -7,7 +7,6 @@ import base64
 import http.client
 import json
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -16,7 +15,6 @@ from acme.jws import JWS
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from josepy.jwk import JWK, JWKEC, JWKRSA
 
-from issuance.acme import ratelimit
 from issuance.acme.client import AcmeClient
 from issuance.acme.jws import Signer
 from tests.acme.fakeca import FakeCA, Reply, problem
@@ -26,15 +24,6 @@ pytestmark = pytest.mark.django_db
 
 def _unb64(value: str) -> bytes:
     return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-
-
-@pytest.fixture
-def ca() -> Iterator[FakeCA]:
-    server = FakeCA()
-    ratelimit.forget_cache()
-    yield server
-    server.stop()
-    ratelimit.forget_cache()
 
 
 def _keys() -> list[tuple[JWK, str]]:
