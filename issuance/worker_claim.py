@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Model
 
 from issuance import events
@@ -138,13 +138,19 @@ def release(
             f"WITH e AS ({insert}), r AS ({sql} RETURNING 1)"  # noqa: S608 - built texts
             " SELECT (SELECT count(*) FROM r), e.* FROM e"
         )
-        with connection.cursor() as cursor:
-            cursor.execute(combined, [*values, *params])
-            rows = cursor.fetchall()
-        events.stored([row[1] for row in rows], batch)
-        events.published(batch)
-        return int(rows[0][0]) if rows else 0
-    if batch:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(combined, [*values, *params])
+                rows = cursor.fetchall()
+        except DatabaseError:
+            # An entry the table refuses must not keep the row leased: apart, as before
+            # (write() logs what it cannot store), then the release alone.
+            events.write(batch)
+        else:
+            events.stored([row[1] for row in rows], batch)
+            events.published(batch)
+            return int(rows[0][0]) if rows else 0
+    elif batch:
         events.write(batch)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from issuance import events, wakeup
 from issuance.controllers.base import Result
@@ -148,3 +149,32 @@ def test_a_burst_of_wakeups_sends_two_notifies_and_none_is_lost() -> None:
         assert len(list(listener.notifies(timeout=0.5))) == 0
     finally:
         listener.close()
+
+
+@pytest.mark.postgres
+def test_the_release_writes_the_pass_entries_and_survives_a_refused_one() -> None:
+    cert = make_certificate("entries", make_selfsigned_issuer())
+    Certificate.objects.filter(pk=cert.pk).update(due_at=timezone.now())
+    reasons = iter(["Fine", "x" * 200])  # the second is longer than Event.reason allows
+
+    def reconcile(c: Certificate) -> Result:
+        events.record("Certificate", c.name, next(reasons), "a step", certificate_name=c.name)
+        return Result.done()
+
+    worker = Worker(worker_id="w1", threads=1)
+    worker.controllers = [Controller("test", Certificate, reconcile)]
+    worker.steps = []
+    with CaptureQueriesContext(connection) as ctx:
+        assert worker.tick() is True
+    # entry and release in one statement
+    released = [q["sql"] for q in ctx.captured_queries if "lease_owner = ''" in q["sql"]]
+    assert len(released) == 1 and "INSERT INTO" in released[0]
+    assert Event.objects.filter(name="entries", reason="Fine").count() == 1
+    row = Certificate.objects.get(pk=cert.pk)
+    assert row.lease_owner == "" and row.due_at is None
+    # a refused entry is logged and dropped; the row is released all the same
+    Certificate.objects.filter(pk=cert.pk).update(due_at=timezone.now())
+    assert worker.tick() is True
+    row = Certificate.objects.get(pk=cert.pk)
+    assert row.lease_owner == "" and row.due_at is None
+    assert not Event.objects.filter(name="entries").exclude(reason="Fine").exists()
