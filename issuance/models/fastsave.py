@@ -71,14 +71,24 @@ def _run(
     connection: BaseDatabaseWrapper,
     condition_values: tuple[Any, ...] = (),
 ) -> int:
-    sql, fields, checked = statement
+    with connection.cursor() as cursor:
+        cursor.execute(statement[0], _params(instance, statement, connection, condition_values))
+        return int(cursor.rowcount)
+
+
+def _params(
+    instance: Model,
+    statement: _Statement,
+    connection: BaseDatabaseWrapper,
+    condition_values: tuple[Any, ...],
+) -> list[Any]:
+    """The statement's values: the fields as Model.save prepares them, the pk, the conditions."""
+    _, fields, checked = statement
     values = [f.get_db_prep_save(f.pre_save(instance, False), connection) for f in fields]
     wanted = [
         f.get_db_prep_value(v, connection) for f, v in zip(checked, condition_values, strict=True)
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*values, instance.pk, *wanted])
-        return int(cursor.rowcount)
+    return [*values, instance.pk, *wanted]
 
 
 def _has_expression(instance: Model, fields: list[Field[Any, Any]]) -> bool:
@@ -205,19 +215,15 @@ def _update_and_wake(
     statement = _statement(model, connection, names, tuple(conditions))
     if statement is None or _has_expression(instance, statement[1]):
         return None
-    sql, fields, checked = statement
-    values = [f.get_db_prep_save(f.pre_save(instance, False), connection) for f in fields]
-    wanted = [
-        f.get_db_prep_value(v, connection)
-        for f, v in zip(checked, conditions.values(), strict=True)
-    ]
+    sql = statement[0]
+    params = _params(instance, statement, connection, tuple(conditions.values()))
     wake_update, wake_params = wakeup.wake_sql(wake)
     combined = (
         f"WITH u AS ({sql} RETURNING 1),"  # noqa: S608 - texts built from model metadata
         f" w AS ({wake_update} AND EXISTS (SELECT 1 FROM u)) SELECT count(*) FROM u"
     )
     with connection.cursor() as cursor:
-        cursor.execute(combined, [*values, instance.pk, *wanted, *wake_params])
+        cursor.execute(combined, [*params, *wake_params])
         row = cursor.fetchone()
     return int(row[0]) if row else 0
 
