@@ -142,6 +142,25 @@ def cert_body(name: str, issuer: str = "pebble") -> dict[str, Any]:
     }
 
 
+def trace_summary(path: Path, since_ns: int, n: int) -> str:
+    """Reconciles per certificate by controller, from the trace lines of the N-phase
+    (`pid controller pk started_ns ended_ns`, one per reconcile), and their mean duration."""
+    passes: dict[str, int] = {}
+    spent: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        _pid, controller, _pk, started, ended = line.split()
+        if int(started) < since_ns:
+            continue  # the issuer and the single-certificate runs
+        passes[controller] = passes.get(controller, 0) + 1
+        spent[controller] = spent.get(controller, 0) + int(ended) - int(started)
+    rows = [
+        f"  {name:<22} {count / n:5.2f} per cert, {spent[name] / count / 1e6:6.1f} ms wall each"
+        for name, count in sorted(passes.items())
+    ]
+    total = sum(passes.values())
+    return "\n".join(["reconciles (trace)", *rows, f"  {'all':<22} {total / n:5.2f} per cert"])
+
+
 def fresh_database(name: str) -> None:
     with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -256,6 +275,7 @@ def run(args: argparse.Namespace) -> int:
         self0 = sum(os.times()[:2])
         ca_cpu0 = cpu_seconds(pebble.process.popen.pid) + cpu_seconds(dns.process.popen.pid)
         t0 = time.monotonic()
+        t0_ns = time.time_ns()
         with ThreadPoolExecutor(8) as pool:
             list(
                 pool.map(
@@ -321,6 +341,8 @@ def run(args: argparse.Namespace) -> int:
             + " (first one warms up)"
         )
         print(f"verified {len(rows)} chains against Pebble's root")
+        if args.trace:
+            print(trace_summary(Path(args.trace), t0_ns, n))
         return 0
     finally:
         for proc in reversed(procs):
