@@ -5,9 +5,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
-# Debian packages the real-server tests use (Pebble for ACME, BIND9 for DNS-01, Chromium for the UI).
-SYSTEM_PACKAGES := pebble bind9 bind9-utils chromium
-SYSTEM_BINARIES := /usr/bin/pebble /usr/sbin/named /usr/bin/nsupdate /usr/bin/chromium
+# Debian packages the real-server tests use (Pebble for ACME, BIND9 for DNS-01, Chromium for the
+# UI, a private PostgreSQL server and redis-server for the outage tests).
+SYSTEM_PACKAGES := pebble bind9 bind9-utils chromium postgresql redis-server
+SYSTEM_BINARIES := /usr/bin/pebble /usr/sbin/named /usr/bin/nsupdate /usr/bin/chromium \
+  /usr/bin/redis-server
 
 .PHONY: run test lint typecheck pytest-sqlite pytest-postgres system-deps venv clean kube-apiserver
 
@@ -34,6 +36,7 @@ run: $(STAMP) .dev-env
 
 system-deps:
 	@missing=0; for b in $(SYSTEM_BINARIES); do test -x $$b || missing=1; done; \
+	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing=1; \
 	if [ $$missing = 1 ]; then \
 	  echo "Installing $(SYSTEM_PACKAGES) from Debian"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \

@@ -1,4 +1,5 @@
-"""How much CPU does an idle `manage.py reconcile` use? (DESIGN: an idle worker ~0 CPU)
+"""How much CPU does an idle `manage.py reconcile` use? It should be next to nothing: the worker
+sleeps on NOTIFY (SQLite: PRAGMA data_version), not a busy poll (docs/decisions/0001).
 
     .venv/bin/python bench/idle_worker.py [--seconds 20]            # temporary SQLite DB
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/bench .venv/bin/python bench/idle_worker.py

@@ -23,7 +23,7 @@ import django
 
 django.setup()
 
-from issuance import worker as worker_module  # noqa: E402
+from issuance.worker import loop as worker_module  # noqa: E402
 
 _profiles: dict[int, cProfile.Profile] = {}
 _lock = threading.Lock()

@@ -93,7 +93,7 @@ def fresh_database(name: str) -> None:
 def make_tokens(prefix: str, n: int) -> list[str]:
     """N presented http-01 challenges (one order), as the orders controller would leave them."""
     from issuance.models import Issuer
-    from tests.challenges.builders import make_acme_issuer, make_challenge, make_order
+    from tests.factories import make_acme_issuer, make_challenge, make_order
 
     issuer = Issuer.objects.filter(name="acme").first() or make_acme_issuer()
     order = make_order(issuer, name=f"order-{prefix}")

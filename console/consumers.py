@@ -1,4 +1,17 @@
-"""The browser's live channel: /ws/live/ (DESIGN §4, §6)."""
+"""The browser's live channel: /ws/live/ (docs/architecture.md, "Live updates").
+
+Protocol (JSON text frames):
+
+- client → server: {"subscribe": [topics]}, {"unsubscribe": [topics]}, {"type": "ping"}
+- server → client: {"type": "subscribed", "topics": [...]}, {"type": "pong"},
+  {"type": "error", "error": "..."}, and every message published for a subscribed topic
+  ({"group": topic, "type": "certificate.status", ...}; {"type": "live.resync"} means
+  "something was missed: re-fetch").
+- {"type": "paused"}: the channel layer (Redis) is unavailable, so nothing will be pushed;
+  the socket stays open. {"type": "resumed"}: it works again and the subscriptions are
+  back; whatever happened in between was not pushed, so re-fetch once.
+- Close codes: 4401 (not signed in), 4403 (no role): retrying cannot help.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +21,13 @@ import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 
 from console.live import group_for, sender
+from console.livehealth import LayerMonitor, monitor_for
 from issuance.roles import VIEWER, has_role
 
 log = logging.getLogger("console.consumers")
@@ -18,6 +35,8 @@ log = logging.getLogger("console.consumers")
 # WebSocket close codes (4000–4999 are the application's): like HTTP 401 and 403.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+PAUSED = {"type": "paused"}
+RESUMED = {"type": "resumed"}
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
@@ -26,11 +45,48 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     MAX_TOPICS = 50
     MAX_FRAME = 16 * 1024
+    # One call to the channel layer; a healthy Redis answers in well under a millisecond.
+    LAYER_TIMEOUT = 3.0
 
-    topics: dict[str, str]
+    topics: dict[str, str]  # what the client asked for: topic -> group
+    joined: set[str]  # groups this consumer's channel is in on the layer
+    monitor: LayerMonitor | None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """AsyncConsumer.__call__, except that the layer channel is made after the socket is
+        accepted, with a timeout: with Redis down the socket still opens and says so, rather
+        than failing (refused) or hanging (a Redis that never answers) in the handshake."""
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        self.channel_name = ""
+        self.base_send = send
+        self.topics = {}
+        self.joined = set()
+        self.monitor = None
+        self._ready = asyncio.Event()
+        self._told_paused = False
+        try:
+            await await_many_dispatch([receive, self._from_layer], self.dispatch)
+        except StopConsumer:
+            pass
+        finally:
+            if self.monitor is not None:
+                await self.monitor.discard(self)
+
+    async def _from_layer(self) -> dict[str, Any]:
+        while True:
+            await self._ready.wait()
+            try:
+                message: dict[str, Any] = await self.channel_layer.receive(self.channel_name)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the list-based Redis layer raises while Redis is down
+                await self._layer_failed(exc)
+                await asyncio.sleep(1.0)
+                continue
+            return message
 
     async def connect(self) -> None:
-        self.topics = {}
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -41,12 +97,87 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         # With the in-memory layer, publishers in other threads must send on this loop.
         sender.attach_server_loop(asyncio.get_running_loop())
         await self.accept()
+        self.monitor = monitor_for(self.channel_layer)
+        if self.monitor is not None:
+            self.monitor.add(self)
+        await self._open_channel()
 
     async def disconnect(self, code: int) -> None:
-        for group in self.topics.values():
-            await self.channel_layer.group_discard(group, self.channel_name)
+        if self.monitor is not None:
+            await self.monitor.discard(self)
+        for group in list(self.joined):
+            if not await self._layer_call(self.channel_layer.group_discard, group, report=False):
+                break  # the layer is down: don't wait once per group
+        self.joined.clear()
         self.topics = {}
 
+    # -- the channel layer, which may be down ---------------------------------------------
+    def _layer_down(self) -> bool:
+        return self.monitor is not None and not self.monitor.available
+
+    async def _layer_call(self, method: Any, group: str, *, report: bool = True) -> bool:
+        """group_add/group_discard with a timeout; False (and the layer reported) on failure."""
+        try:
+            await asyncio.wait_for(method(group, self.channel_name), self.LAYER_TIMEOUT)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if report:
+                await self._layer_failed(exc)
+            return False
+        return True
+
+    async def _open_channel(self) -> bool:
+        """The layer channel this consumer receives on; False while the layer is down."""
+        if self._ready.is_set():
+            return True
+        if self._layer_down():
+            await self.layer_paused()
+            return False
+        try:
+            self.channel_name = await asyncio.wait_for(
+                self.channel_layer.new_channel(), self.LAYER_TIMEOUT
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._layer_failed(exc)
+            return False
+        self._ready.set()
+        return True
+
+    async def _join(self) -> bool:
+        """Put the channel in every wanted group; False while the layer is down."""
+        if not await self._open_channel():
+            return False
+        for group in set(self.topics.values()) - self.joined:
+            if self._layer_down() or not await self._layer_call(
+                self.channel_layer.group_add, group
+            ):
+                await self.layer_paused()
+                return False
+            self.joined.add(group)
+        return True
+
+    async def _layer_failed(self, exc: BaseException) -> None:
+        if self.monitor is not None:
+            await self.monitor.report_failure(exc)  # tells every consumer, this one too
+        else:
+            log.warning("live: channel layer call failed: %r", exc)
+        await self.layer_paused()
+
+    # -- told by the monitor ------------------------------------------------------------------
+    async def layer_paused(self) -> None:
+        if not self._told_paused:
+            self._told_paused = True
+            await self.send_json(PAUSED)
+
+    async def layer_resumed(self) -> None:
+        if await self._join() and self._told_paused:
+            self._told_paused = False
+            await self.send_json(RESUMED)
+
+    # -- frames from the client ---------------------------------------------------------------
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # Bad frames get an error message, not a crashed consumer.
         if text_data is None or len(text_data) > self.MAX_FRAME:
@@ -80,9 +211,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if len(self.topics) + len(new) > self.MAX_TOPICS:
             await self._error(f"subscribe: at most {self.MAX_TOPICS} topics per connection")
             return
-        for topic, group in new.items():
-            await self.channel_layer.group_add(group, self.channel_name)
-            self.topics[topic] = group
+        # Wanted even while the layer is down: joined when it is back.
+        self.topics.update(new)
+        await self._join()
         await self.send_json({"type": "subscribed", "topics": sorted(self.topics)})
 
     async def _unsubscribe(self, topics: Any) -> None:
@@ -92,8 +223,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return
         for topic in valid:
             group = self.topics.pop(topic, None)
-            if group:
-                await self.channel_layer.group_discard(group, self.channel_name)
+            if group and group in self.joined and group not in self.topics.values():
+                self.joined.discard(group)
+                await self._layer_call(self.channel_layer.group_discard, group, report=False)
         await self.send_json({"type": "subscribed", "topics": sorted(self.topics)})
 
     @staticmethod
@@ -126,3 +258,4 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     challenge_status = forward
     dashboard_changed = forward
     event_recorded = forward
+    live_resync = forward

@@ -1,4 +1,5 @@
-"""Forwarding issuance.publish messages to the Channels layer (DESIGN §4).
+"""Forwarding issuance.publish messages to the Channels layer (docs/architecture.md, "Live
+updates").
 
 Publishing happens in whatever thread committed (a worker thread, a web request thread);
 that thread only hands the message to an event loop and returns, so a slow or unreachable
@@ -11,6 +12,13 @@ Redis never slows issuance down. Which loop:
   one, nobody in this process could receive them and they are dropped.
 
 Messages of one group keep their order (each group always goes through the same queue).
+
+When the layer fails (Redis refused, or a Redis that accepts connections but never
+answers), the sender stops trying: messages are dropped at once in the committing thread
+(live updates are nudges: browsers poll while the layer is down and re-fetch when it is
+back), one probe tries the layer every PROBE_EVERY seconds, and once it answers every topic
+that missed a message gets one `live.resync` message, so no page keeps a stale part. One
+log line when the layer fails, one when it works again.
 """
 
 from __future__ import annotations
@@ -35,6 +43,11 @@ log = logging.getLogger("console.live")
 CERTIFICATE_PREFIX = "certificate:"
 # Channels allows ASCII letters, digits, '-', '_' and '.', shorter than 100 characters.
 _MAX_GROUP = 99
+# A group nobody joins: the probe publishes here to learn whether the layer answers.
+PROBE_GROUP = "live.probe"
+RESYNC = "live.resync"
+
+Event = dict[str, Any]
 
 
 def group_for(topic: str) -> str | None:
@@ -54,6 +67,13 @@ def group_for(topic: str) -> str | None:
     return None
 
 
+def layer_event(topic: str, message: dict[str, Any]) -> Event:
+    """The channel-layer event for a topic's message, encoded once here, not once per
+    connected browser in every consumer."""
+    content = {**message, "group": topic}
+    return {"type": message["type"], "group": topic, "text": json.dumps(content)}
+
+
 class _Pump:
     """Sends on one event loop through a few ordered queues (group → queue by hash)."""
 
@@ -62,63 +82,120 @@ class _Pump:
     def __init__(self, loop: asyncio.AbstractEventLoop, sender: LiveSender) -> None:
         self.loop = loop
         self.sender = sender
-        self.queues: list[asyncio.Queue[tuple[str, dict[str, Any]]]] = []
+        self.queues: list[asyncio.Queue[tuple[str, Event]]] = []
         self.tasks: list[asyncio.Task[None]] = []
+        self.probe: asyncio.Task[None] | None = None
+        self.stopping = False
         loop.call_soon_threadsafe(self._start)
 
     def _start(self) -> None:
         for _ in range(self.WORKERS):
-            queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+            queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
             self.queues.append(queue)
             self.tasks.append(self.loop.create_task(self._run(queue)))
 
     def stop_own_loop(self) -> None:
-        """At exit: end the private loop's tasks quietly (no "Task was destroyed" noise)."""
+        """At exit: end the private loop's tasks quietly (no "Task was destroyed" noise).
+        Once: a second stop left pending would break the loop's close."""
 
         def stop() -> None:
-            for task in self.tasks:
+            for task in [*self.tasks, *([self.probe] if self.probe else [])]:
                 task.cancel()
             self.loop.call_soon(self.loop.stop)
 
-        if not self.loop.is_closed():
+        if not self.stopping and not self.loop.is_closed():
+            self.stopping = True
             self.loop.call_soon_threadsafe(stop)
 
     def alive(self) -> bool:
         return not self.loop.is_closed()
 
-    def put(self, group: str, message: dict[str, Any]) -> bool:
+    def put(self, group: str, event: Event) -> bool:
         try:
-            self.loop.call_soon_threadsafe(self._put, group, message)
+            self.loop.call_soon_threadsafe(self._put, group, event)
         except RuntimeError:  # the loop closed in between
             return False
         return True
 
-    def _put(self, group: str, message: dict[str, Any]) -> None:
+    def _put(self, group: str, event: Event) -> None:
         index = zlib.crc32(group.encode()) % self.WORKERS
-        self.queues[index].put_nowait((group, message))
+        self.queues[index].put_nowait((group, event))
 
-    async def _run(self, queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
+    async def _run(self, queue: asyncio.Queue[tuple[str, Event]]) -> None:
         while True:
-            group, message = await queue.get()
+            group, event = await queue.get()
             try:
-                layer = get_channel_layer()
-                if layer is not None:
-                    await asyncio.wait_for(layer.group_send(group, message), self.sender.timeout)
-                self.sender.sent += 1
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self.sender.failed(group, exc)
+                await self._send(group, event)
             finally:
-                self.sender.done()
+                self.resync(self.sender.done())
+
+    def resync(self, missed: dict[str, str]) -> None:
+        """Tell each topic that missed messages to re-fetch (on this loop)."""
+        for group, topic in missed.items():
+            self.sender.count_pending()
+            self._put(group, layer_event(topic, {"type": RESYNC}))
+
+    async def _send(self, group: str, event: Event) -> None:
+        if self.sender.down:  # queued before the layer failed: no use waiting for it
+            self.sender.missed(group, event["group"])
+            return
+        try:
+            layer = get_channel_layer()
+            if layer is not None:
+                await asyncio.wait_for(layer.group_send(group, event), self.sender.timeout)
+            self.sender.sent += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.sender.missed(group, event["group"])
+            if self.sender.failed(exc):
+                self.probe = self.loop.create_task(self._probe_until_back())
+
+    async def _probe_until_back(self) -> None:
+        """One message every PROBE_EVERY seconds until the layer takes it; then every topic
+        that missed a message is told to re-fetch."""
+        while True:
+            await asyncio.sleep(self.sender.PROBE_EVERY)
+            layer = get_channel_layer()
+            if layer is None:
+                return
+            if not await self._probe_once(layer):
+                continue
+            self.resync(self.sender.recovered())
+            return
+
+    async def _probe_once(self, layer: BaseChannelLayer) -> bool:
+        try:
+            await asyncio.wait_for(
+                layer.group_send(PROBE_GROUP, {"type": "live.probe"}), self.sender.timeout
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # still down; the first failure was logged
+            log.debug("live updates: probe failed: %r", exc)
+            return False
+        return True
+
+
+def _run_until_stopped(loop: asyncio.AbstractEventLoop) -> None:
+    loop.run_forever()
+    try:
+        loop.close()  # channels_redis closes its connections as its loop closes
+    except Exception as exc:  # at exit, with Redis gone: nothing left to do about it
+        log.debug("live publisher loop closed with %r", exc)
 
 
 class LiveSender:
     """The issuance.publish subscriber: `(topic, message)` → channel-layer group_send."""
 
     MAX_PENDING = 10_000
-    timeout = 5.0
-    LOG_EVERY = 60.0
+    # One group_send: a healthy Redis answers in well under a millisecond; a Redis that
+    # takes longer than this is treated as down.
+    timeout = 2.0
+    # While the layer is down: how often the one probe tries it.
+    PROBE_EVERY = 1.0
+    # Topics remembered for the resync once the layer is back (a page per certificate).
+    MAX_MISSED_TOPICS = 10_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -128,7 +205,10 @@ class LiveSender:
         self.sent = 0
         self.dropped = 0
         self.errors = 0
-        self._last_log = 0.0
+        self.down = False
+        self._down_since = 0.0
+        self._missed: dict[str, str] = {}  # group -> topic, while down
+        self._backed_up = False
 
     # -- loops ------------------------------------------------------------------------------
     def attach_server_loop(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -145,7 +225,7 @@ class LiveSender:
             if self._own_pump is None or not self._own_pump.alive():
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(
-                    target=loop.run_forever, name="live-publisher", daemon=True
+                    target=_run_until_stopped, args=(loop,), name="live-publisher", daemon=True
                 )
                 thread.start()
                 self._own_pump = pump = _Pump(loop, self)
@@ -157,7 +237,7 @@ class LiveSender:
                 atexit.register(stop)
             return self._own_pump
 
-    # -- the subscriber -----------------------------------------------------------------------
+    # -- the subscriber (runs in the committing thread: never blocks, never raises) ----------
     def __call__(self, topic: str, message: dict[str, Any]) -> None:
         group = group_for(topic)
         if group is None:
@@ -166,38 +246,81 @@ class LiveSender:
         layer = get_channel_layer()
         if layer is None:
             return
+        if self.down:
+            self.missed(group, topic)
+            return
         with self._lock:
             if self.pending >= self.MAX_PENDING:
                 self.dropped += 1
-                self._log_limited("live updates backed up; dropped %d so far", self.dropped)
+                self._note_missed(group, topic)
+                if not self._backed_up:
+                    self._backed_up = True
+                    log.warning("live updates backed up (%d queued); dropping", self.pending)
                 return
         pump = self._pump_for(layer)
         if pump is None:
             return
+        self.count_pending()
+        if not pump.put(group, layer_event(topic, message)):
+            self.done()  # the loop is gone: nothing can be resynced on it either
+
+    # -- bookkeeping (any thread) ---------------------------------------------------------------
+    def count_pending(self) -> None:
         with self._lock:
             self.pending += 1
-        # Encoded once here, not once per connected browser in every consumer.
-        content = {**message, "group": topic}
-        event = {"type": message["type"], "group": topic, "text": json.dumps(content)}
-        if not pump.put(group, event):
-            self.done()
 
-    def done(self) -> None:
+    def done(self) -> dict[str, str]:
+        """One message less in flight. Returns the topics (by group) to resync when this
+        ends a backlog (messages were dropped while it was full)."""
         with self._lock:
             self.pending -= 1
+            if not (self._backed_up and self.pending < self.MAX_PENDING // 2) or self.down:
+                return {}
+            self._backed_up = False
+            missed, self._missed = self._missed, {}
+        log.info("live updates flowing again (%d dropped so far)", self.dropped)
+        return missed
 
-    def failed(self, group: str, exc: BaseException) -> None:
+    def missed(self, group: str, topic: str) -> None:
+        """A message not sent because the layer is down: counted, and its topic resynced."""
+        with self._lock:
+            self.dropped += 1
+            self._note_missed(group, topic)
+
+    def _note_missed(self, group: str, topic: str) -> None:
+        if len(self._missed) < self.MAX_MISSED_TOPICS:
+            self._missed[group] = topic
+
+    def failed(self, exc: BaseException) -> bool:
+        """A send failed; True when this is the first failure (the caller starts the probe)."""
         with self._lock:
             self.errors += 1
-            errors = self.errors
-        # Redis down means every message fails; one line a minute is enough.
-        self._log_limited("live update to %s failed (%d failures so far): %r", group, errors, exc)
+            if self.down:
+                return False
+            self.down = True
+            self._down_since = time.monotonic()
+        log.warning(
+            "live updates paused: the channel layer does not answer (%s); dropping them until "
+            "it does (browsers poll meanwhile)",
+            repr(exc) if str(exc) else type(exc).__name__,
+        )
+        return True
 
-    def _log_limited(self, msg: str, *args: Any) -> None:
-        now = time.monotonic()
-        if now - self._last_log >= self.LOG_EVERY:
-            self._last_log = now
-            log.warning(msg, *args)
+    def recovered(self) -> dict[str, str]:
+        """The layer answers again: returns the topics (by group) that missed messages."""
+        with self._lock:
+            self.down = False
+            missed, self._missed = self._missed, {}
+            outage = time.monotonic() - self._down_since
+            dropped = self.dropped
+        log.info(
+            "live updates resumed: the channel layer answers again after %.0f s "
+            "(%d updates dropped so far; %d topics told to re-fetch)",
+            outage,
+            dropped,
+            len(missed),
+        )
+        return missed
 
 
 sender = LiveSender()

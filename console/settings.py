@@ -1,4 +1,4 @@
-"""Settings for Issuance Console, configured from the environment (DESIGN §5)."""
+"""Settings for Issuance Console, configured from the environment (README, "Configuration")."""
 
 from __future__ import annotations
 
@@ -67,6 +67,8 @@ MIDDLEWARE = [
     "issuance.solvers.http01_views.AcmeChallengeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # 503 while the database is unreachable; before everything that uses it.
+    "console.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -102,6 +104,10 @@ DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sql
 # the HTTP-01 lookup threads, the worker's threads and its notifier at once.
 DATABASE_POOL_MAX_SIZE = int(os.environ.get("DATABASE_POOL_MAX_SIZE", "40"))
 DATABASE_PREPARE_THRESHOLD = int(os.environ.get("DATABASE_PREPARE_THRESHOLD", "5"))
+# How long a request (or worker thread) waits for a pooled connection. A connection is ready,
+# or made, in milliseconds; waiting longer only happens when the database is unreachable, and
+# then a request must answer 503 within 2 s rather than hang (console.unavailable).
+DATABASE_POOL_TIMEOUT = float(os.environ.get("DATABASE_POOL_TIMEOUT", "1"))
 _db: dict[str, Any] = dict(dj_database_url.parse(DATABASE_URL, conn_max_age=0))
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web threads read while the worker writes; IMMEDIATE avoids
@@ -120,9 +126,20 @@ elif _db["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE
     _db.setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DATABASE_POOL_MAX_SIZE,
-        "timeout": 30,
+        "timeout": DATABASE_POOL_TIMEOUT,
+        # A failed (re)connection is retried once, then given up, instead of being retried
+        # in the background with exponential backoff for 5 minutes: after an outage the next
+        # request that needs a connection makes one at once, rather than waiting for the
+        # backoff's next try (its gaps double: 1, 2, 4, 8, 16 s ...).
+        "reconnect_timeout": 1.0,
     }
+    # Each connection taken from the pool is checked first (an empty statement, one round
+    # trip): after PostgreSQL restarted, the idle ones are dead and are never handed out.
+    _db["CONN_HEALTH_CHECKS"] = True
 if _db["ENGINE"] == "django.db.backends.postgresql":
+    # libpq waits forever for an unreachable host by default (2 s is libpq's minimum);
+    # a refused or closed port fails at once anyway.
+    _db.setdefault("OPTIONS", {}).setdefault("connect_timeout", 2)
     # Parameters bound by the server, and statements run DATABASE_PREPARE_THRESHOLD times on a
     # connection prepared there (parsed and planned once): the worker repeats a few dozen
     # statement shapes. 0 turns preparing off (PgBouncer in transaction mode needs that).
@@ -161,7 +178,7 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
-# Bodies bigger than this are refused before any parsing (DESIGN: oversized bodies → 4xx).
+# Bodies bigger than this are refused (413) before any parsing.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("MAX_BODY_BYTES") or 256 * 1024)
 
 REST_FRAMEWORK = {
@@ -179,32 +196,53 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Issuance Console API",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "console.unavailable.document_503",
+    ],
 }
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_TIMEOUT = env_seconds("REDIS_TIMEOUT", 2).total_seconds()
+
+
+def redis_channel_host(address: str) -> dict[str, Any]:
+    """How the channel layer connects to Redis (one entry of its "hosts")."""
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    return {
+        "address": address,
+        # redis-py refuses (does not queue) past max_connections, 100 by default.
+        "max_connections": int(os.environ.get("REDIS_MAX_CONNECTIONS", "1000")),
+        # A Redis that accepts connections but never answers (stopped, swapping) fails
+        # calls after this instead of holding them forever; console.live and the consumers
+        # also bound every call they make.
+        "socket_connect_timeout": REDIS_TIMEOUT,
+        "socket_timeout": REDIS_TIMEOUT,
+        # After a Redis restart the pooled connections to the old one fail on first use:
+        # redis-py reconnects and sends again, once, and only after a connection error (a
+        # Redis that does not answer is not asked twice).
+        "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+    }
+
+
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             # Pub/sub: one Redis message per group, fanned out to the browsers inside each web
             # process (the list-based core layer pops one Redis entry per browser and was 3×
             # slower at p99 in bench/ws_latency.py). Live updates are nudges, so at-most-once
-            # delivery is fine: browsers re-fetch on reconnect. redis-py refuses (does not
-            # queue) past max_connections, 100 by default.
+            # delivery is fine: browsers re-fetch on reconnect.
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {
-                "hosts": [
-                    {
-                        "address": REDIS_URL,
-                        "max_connections": int(os.environ.get("REDIS_MAX_CONNECTIONS", "1000")),
-                    }
-                ]
-            },
+            "CONFIG": {"hosts": [redis_channel_host(REDIS_URL)]},
         }
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-# --- Issuance settings (DESIGN §3, §5) ---------------------------------------
+# --- Issuance settings ----------------------------------------------------------
 # Fernet keys, comma separated; the first encrypts, all decrypt (so keys rotate).
 KEY_ENCRYPTION_KEY = os.environ.get("KEY_ENCRYPTION_KEY", "")
 if not KEY_ENCRYPTION_KEY and os.environ.get("PYTEST_VERSION"):
@@ -219,7 +257,9 @@ SELF_CHECK_NAMESERVERS = [
 ]
 HTTP01_SELF_CHECK_PORT = int(os.environ.get("HTTP01_SELF_CHECK_PORT", "80"))
 WORKER_THREADS = int(os.environ.get("WORKER_THREADS", "8"))
-WORKER_LEASE = env_seconds("WORKER_LEASE", 300)
+# A claim's lease; the worker's heartbeat renews it every quarter of this while the item runs,
+# so a worker that dies (SIGKILL, a lost host) frees its rows within this time.
+WORKER_LEASE = env_seconds("WORKER_LEASE", 20)
 # The default maximum a CA or selfSigned issuer signs for, unless the issuer says.
 DEFAULT_MAX_SIGNING_DURATION = env_seconds("DEFAULT_MAX_SIGNING_DURATION", 365 * 24 * 3600)
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
@@ -233,5 +273,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # The pool warns at every failed reconnection (twice a second while the database is
+        # down); the web (issuance.availability) and the worker (issuance.worker.outage) log
+        # an outage once, when it starts and when it ends.
+        "psycopg.pool": {"level": "ERROR"},
+    },
 }

@@ -6,6 +6,10 @@ from django.urls import include, path
 from console.metrics import metrics_view
 from issuance.solvers.http01_views import acme_challenge
 
+# 503 for errors that mean the database is unavailable (console.unavailable).
+handler400 = "console.unavailable.bad_request"
+handler500 = "console.unavailable.server_error"
+
 urlpatterns = [
     path(".well-known/acme-challenge/<str:token>", acme_challenge, name="acme-challenge"),
     path("admin/", admin.site.urls),

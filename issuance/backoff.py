@@ -1,4 +1,4 @@
-"""Backoff formulas: failed issuance (DESIGN §3, seed 004) and per-item worker errors."""
+"""Backoff formulas: failed issuance and per-item worker errors."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-# Per-item error backoff for the worker (DESIGN §3 "Work queue and worker").
+# Per-item error backoff for the worker (docs/architecture.md, "The controller contract").
 ACME_ERROR_BACKOFF = (timedelta(seconds=5), timedelta(minutes=30))
 LOCAL_ERROR_BACKOFF = (timedelta(seconds=1), timedelta(seconds=30))
 

@@ -1,4 +1,5 @@
-"""Go-style durations (`2160h`, `1h30m`, `90s`), as cert-manager's API uses them."""
+"""Durations: Go-style for specs (`2160h`, `1h30m`, `90s`, as cert-manager's API uses them),
+and a short form for people (`1d 2h`, `59m 58s`) in pages, the CLI and timeline messages."""
 
 from __future__ import annotations
 
@@ -63,3 +64,30 @@ def format_duration(delta: timedelta) -> str:
     if minutes:
         return f"{sign}{minutes}m{secs}s"
     return f"{sign}{secs}s"
+
+
+def format_span(seconds: float) -> str:
+    """The two most significant units of a span, for people: `1d 2h`, `2h 3m`, `59m 58s`, `5s`.
+
+    Pages, `certctl` and timeline messages use it; the browser's countdowns
+    (static/js/live.js, `humanize`) tick in the same form, so both must change together.
+    """
+    total = int(abs(seconds) + 0.5)  # half up, as JavaScript's Math.round (round() is half even)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"
+
+
+def format_relative(seconds: float) -> str:
+    """A moment `seconds` from now, for people: `in 59m 58s`, `5s ago`, `now` (within 1 s)."""
+    if abs(seconds) < 1:
+        return "now"
+    span = format_span(seconds)
+    return f"in {span}" if seconds > 0 else f"{span} ago"

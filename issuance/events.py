@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -93,7 +93,11 @@ def batched() -> Iterator[None]:
 _COLUMNS = ("kind", "name", "certificate_name", "type", "reason", "message", "actor", "created_at")
 
 
-def write(batch: list[Event]) -> None:
+def write(
+    batch: list[Event], on_error: Callable[[list[Event], DatabaseError], None] | None = None
+) -> None:
+    """Store the entries (one statement) and publish them. A database error is logged, or
+    handed to `on_error` (the worker keeps entries it could not store in an outage)."""
     try:
         if connection.vendor == "postgresql":
             sql, params = insert_sql(batch)
@@ -104,8 +108,11 @@ def write(batch: list[Event]) -> None:
             batch[0].save()  # one INSERT; bulk_create would wrap it in BEGIN … COMMIT
         else:
             Event.objects.bulk_create(batch)
-    except DatabaseError:
-        log.exception("could not record %d timeline entries", len(batch))
+    except DatabaseError as exc:
+        if on_error is not None:
+            on_error(batch, exc)
+        else:
+            log.exception("could not record %d timeline entries", len(batch))
         return
     published(batch)
 

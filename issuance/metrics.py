@@ -1,4 +1,4 @@
-"""Prometheus metrics (DESIGN §5): read from the database at scrape time.
+"""Prometheus metrics: read from the database at scrape time.
 
 State lives in the database and several worker processes may share it, so almost every
 metric is a gauge computed when Prometheus scrapes, from a few aggregate queries and one
@@ -46,8 +46,17 @@ ACME_REQUESTS = Counter(
     "Requests to ACME servers by action (directory, new_nonce, new_account, new_order, "
     "get_order, get_authorization, answer_challenge, finalize, download_certificate, "
     "renewal_info, ...) and result (ok, bad_nonce, rate_limited, problem, server_error, "
-    "network_error, timeout). Counted in this process.",
+    "network_error, timeout, error). Counted in this process.",
     ["action", "result"],
+    registry=REGISTRY,
+)
+
+ACME_SERVER_REQUESTS = Counter(
+    "issuance_acme_server_requests",
+    "Requests sent to each ACME server (directory URL) by result (ok, timeout, "
+    "network_error, ...): during an outage, what reached (or tried to reach) the CA. "
+    "Counted in this process.",
+    ["server", "result"],
     registry=REGISTRY,
 )
 
@@ -233,6 +242,31 @@ class DatabaseCollector:
             if until:
                 paused.add_metric([url], until.timestamp())
         yield paused
+        yield from self._reachability()
+
+    def _reachability(self) -> Iterator[Metric]:
+        from issuance.acme import health  # the ACME client imports this module
+
+        since = GaugeMetricFamily(
+            "issuance_acme_server_unreachable_since_timestamp_seconds",
+            "An ACME server an issuer uses that does not answer (refused, reset, timed "
+            "out), since when; absent while it answers.",
+            labels=["directory_url"],
+        )
+        failed = GaugeMetricFamily(
+            "issuance_acme_server_outage_failed_requests",
+            "Requests that got no answer from the ACME server in its current outage, or in "
+            "its last one once it answers again (from every worker).",
+            labels=["directory_url"],
+        )
+        for outage in health.outages():
+            since.add_metric([outage.directory_url], outage.since.timestamp())
+        for url, count in AcmeServer.objects.filter(failed_requests__gt=0).values_list(
+            "directory_url", "failed_requests"
+        ):
+            failed.add_metric([url], count)
+        yield since
+        yield failed
 
 
 REGISTRY.register(DatabaseCollector())

@@ -1,4 +1,4 @@
-"""The one way live updates leave the domain (DESIGN §1, §4).
+"""The one way live updates leave the domain (docs/decisions/0003-publish-on-commit.md).
 
 Saving a Certificate, CertificateRequest, Order, Challenge, Issuer or AcmeServer queues a
 small typed message (post_save, connected in IssuanceConfig.ready(), so controllers need no

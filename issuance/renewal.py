@@ -1,4 +1,4 @@
-"""When to renew (DESIGN §3 "Renewal time")."""
+"""When to renew: the renewal time of a certificate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Challenge scheduler (DESIGN §3 "Scheduler"): which queued challenges start processing.
+"""Challenge scheduler: which queued challenges start processing.
 
 One pass:
 1. fail challenges stuck in processing past CHALLENGE_PROCESSING_TIMEOUT (they free their slot);
@@ -28,7 +28,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from issuance import events, publish, wakeup
-from issuance.models import Challenge, ChallengeState, Event
+from issuance.models import Challenge, ChallengeState, Event, certificate_name_of
 
 log = logging.getLogger("issuance.scheduler")
 
@@ -125,11 +125,6 @@ def allocate(
     return chosen
 
 
-def _certificate_name(challenge: Challenge) -> str:
-    certificate = challenge.order.request.certificate
-    return certificate.name if certificate is not None else ""
-
-
 def processing_now(now: datetime) -> tuple[dict[int, int], list[int]]:
     """Processing challenges per issuer, and those processing for longer than the timeout."""
     cutoff = now - settings.CHALLENGE_PROCESSING_TIMEOUT
@@ -210,7 +205,7 @@ def fail_timed_out(now: datetime, stuck_ids: Sequence[int] | None = None) -> int
             "TimedOut",
             f"{challenge.type} challenge for {challenge.dns_name}: {reason}",
             type_=Event.WARNING,
-            certificate_name=_certificate_name(challenge),
+            certificate_name=certificate_name_of(challenge),
         )
         log.warning("challenge %s %s", challenge.name, reason)
     return failed

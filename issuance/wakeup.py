@@ -16,7 +16,14 @@ import time
 from datetime import datetime
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DatabaseError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
 from django.db.models import Model
 from django.utils import timezone
 
@@ -35,6 +42,7 @@ _last_sent = -1.0
 # When the folded NOTIFY of a burst is due (monotonic), None when none is pending.
 _trailing: float | None = None
 _notifier: threading.Thread | None = None
+_failing = False  # the last folded NOTIFY failed
 
 
 def notify_workers() -> None:
@@ -68,7 +76,7 @@ def _send() -> None:
 def _send_trailing() -> None:
     """The folded NOTIFYs, from one long-lived thread on its own connection (a timer thread
     per burst opened and closed a database connection every time: a server process each)."""
-    global _last_sent, _trailing  # noqa: PLW0603
+    global _last_sent, _trailing, _failing  # noqa: PLW0603
     while True:
         with _lock:
             while _trailing is None:
@@ -84,10 +92,16 @@ def _send_trailing() -> None:
             _last_sent = time.monotonic()
         try:
             _send()
-        except Exception:  # no caller to raise to; workers still find the rows later
-            log.warning("could not NOTIFY the workers", exc_info=True)
+        except Exception as exc:  # no caller to raise to; workers still find the rows later
+            if not _failing:  # once per failure streak
+                # A lost database is logged where it is noticed (worker, web), once.
+                level = logging.DEBUG if isinstance(exc, OperationalError) else logging.WARNING
+                log.log(level, "could not NOTIFY the workers: %s", str(exc).splitlines()[0:1])
+            _failing = True
             with contextlib.suppress(DatabaseError):
                 connections[DEFAULT_DB_ALIAS].close()  # reconnect for the next one
+        else:
+            _failing = False
 
 
 def wake(obj: Model, at: datetime | None = None) -> None:

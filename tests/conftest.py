@@ -7,10 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from issuance.roles import ROLES
+from tests.factories import role_group
 
 REAL_SERVER_MARKERS = ("postgres", "redis", "e2e", "browser", "kube")
 _skipped_real: list[str] = []
@@ -48,7 +49,7 @@ def make_user(db: Any) -> Callable[..., User]:
             user.save()
         for role in roles:
             assert role in ROLES, role
-            user.groups.add(Group.objects.get(name=role))
+            user.groups.add(role_group(role))
         return user
 
     return make

@@ -1,13 +1,19 @@
-"""Direct domain-level builders for tests (bypassing the API on purpose)."""
+"""Builders of rows for tests, made directly (bypassing the API and the controllers on purpose,
+so each rule can be checked in isolation). The one home of each builder: test packages
+import them from here. Waiting and draining helpers are in tests/helpers.py.
+"""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import itertools
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from issuance.models import Certificate, Issuer, Secret
+from issuance.models import Certificate, CertificateRequest, Challenge, Issuer, Order, Secret
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr
@@ -47,3 +53,127 @@ def make_certificate(name: str, issuer: Issuer, **spec: Any) -> Certificate:
     cert.due_at = timezone.now()
     cert.save()
     return cert
+
+
+def make_acme_issuer(name: str = "acme", server: str = "https://ca.invalid/dir") -> Issuer:
+    return Issuer.objects.create(
+        name=name, kind="acme", spec={"acme": {"server": server, "solvers": [{"http01": {}}]}}
+    )
+
+
+_seq = itertools.count(1)
+
+
+def make_order(
+    owner: Issuer | CertificateRequest,
+    name: str | None = None,
+    *,
+    with_certificate: bool = True,
+    challenges: int = 0,
+    processing: int = 0,
+) -> Order:
+    """An Order (not yet created at the CA) for `owner`: an existing request, or for an issuer
+    a new request (of a new Certificate of the same name unless `with_certificate=False`).
+
+    `challenges`: that many http-01 Challenges named `<order>-<i>`, queued in that order; the
+    first `processing` of them processing (scheduled, state pending).
+    """
+    name = name or f"order-{next(_seq)}"
+    if isinstance(owner, CertificateRequest):
+        request = owner
+    else:
+        certificate = make_certificate(name, owner) if with_certificate else None
+        request = CertificateRequest.objects.create(
+            name=name,
+            issuer=owner,
+            certificate=certificate,
+            revision=1 if certificate else None,
+            spec={"request": ""},
+        )
+    order = Order.objects.create(name=name, request=request, issuer=request.issuer, spec={})
+    start = timezone.now() - timedelta(minutes=1)
+    for i in range(challenges):
+        running = i < processing
+        make_challenge(
+            order,
+            f"{name}-{i}.example.test",
+            name=f"{name}-{i}",
+            created_at=start + timedelta(seconds=i),
+            processing=running,
+            scheduled_at=start if running else None,
+            state="pending" if running else "",
+        )
+    return order
+
+
+def make_challenge(
+    order: Order,
+    dns_name: str,
+    type_: str = "http-01",
+    *,
+    name: str | None = None,
+    created_at: datetime | None = None,
+    token: str | None = None,
+    solver: dict[str, Any] | None = None,
+    key: str | None = None,
+    **fields: Any,
+) -> Challenge:
+    """A Challenge of `order` as the orders controller makes it (queued unless `fields` say
+    otherwise), with a spec a solver can use."""
+    n = next(_seq)
+    token = token or f"tok{n}"
+    spec: dict[str, Any] = {
+        "authorizationURL": f"https://ca.invalid/authz/{n}",
+        "url": f"https://ca.invalid/chall/{n}",
+        "dnsName": dns_name,
+        "wildcard": False,
+        "type": type_,
+        "token": token,
+        "key": key or f"{token}.thumbprint",
+        "solver": solver or ({"http01": {}} if type_ == "http-01" else {}),
+        "issuerRef": {"name": order.issuer.name, "kind": "Issuer"},
+    }
+    return Challenge.objects.create(
+        name=name or f"chal-{n}",
+        order=order,
+        issuer=order.issuer,
+        dns_name=dns_name,
+        type=type_,
+        authorization_url=spec["authorizationURL"],
+        token=token,
+        spec=spec,
+        created_at=created_at or timezone.now(),
+        **fields,
+    )
+
+
+def queue(order: Order, names: list[str], start: datetime | None = None) -> list[Challenge]:
+    """Queued http-01 challenges for `names`, one second apart (oldest first)."""
+    start = start or timezone.now() - timedelta(hours=1)
+    return [
+        make_challenge(order, name, created_at=start + timedelta(seconds=i))
+        for i, name in enumerate(names)
+    ]
+
+
+def csr_pem(
+    *dns_names: str,
+    common_name: str = "",
+    ip_addresses: Sequence[str] = (),
+    organizations: Sequence[str] = (),
+) -> str:
+    """A PEM CSR with a new ECDSA P-256 key; for `ext.example.test` when it names nothing."""
+    spec: dict[str, Any] = {"dnsNames": list(dns_names), "ipAddresses": list(ip_addresses)}
+    if not (dns_names or common_name or ip_addresses):
+        spec["dnsNames"] = ["ext.example.test"]
+    if common_name:
+        spec["commonName"] = common_name
+    if organizations:
+        spec["subject"] = {"organizations": list(organizations)}
+    return build_csr(generate_private_key({"algorithm": "ECDSA", "size": 256}), spec)
+
+
+def role_group(role: str) -> Group:
+    """The role's group. A data migration makes them, but a transactional test's flush removes
+    them for the tests after it: made here when missing."""
+    return Group.objects.get_or_create(name=role)[0]

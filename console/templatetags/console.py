@@ -12,6 +12,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from issuance.durations import format_relative
+
 register = template.Library()
 
 # Badge colour per state word (certificate, request, order, challenge, condition status).
@@ -40,26 +42,8 @@ _BADGE_CLASS = {
 }
 
 
-def humanize_delta(seconds: float) -> str:
-    """Two most significant units, like the countdowns live.js keeps ticking: 1d 2h, 59m 58s."""
-    total = round(abs(seconds))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {secs}s"
-    return f"{secs}s"
-
-
 def relative_text(when: datetime, now: datetime | None = None) -> str:
-    delta = (when - (now or timezone.now())).total_seconds()
-    if abs(delta) < 1:
-        return "now"
-    return f"in {humanize_delta(delta)}" if delta >= 0 else f"{humanize_delta(delta)} ago"
+    return format_relative((when - (now or timezone.now())).total_seconds())
 
 
 @register.simple_tag

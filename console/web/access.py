@@ -1,4 +1,4 @@
-"""Role checks for console views (DESIGN §6): every page needs a role, every action its own."""
+"""Role checks for console views: every page needs a role, every action its own."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from console.web.access import operator_required, render_page, role_flags, viewe
 from console.web.dashboard import ChallengeStep, challenge_step
 from console.web.forms import CertificateFilterForm, NewCertificateForm
 from issuance import actions
+from issuance.acme import health
 from issuance.models import (
     Certificate,
     CertificateRequest,
@@ -61,7 +62,8 @@ def _list_context(request: HttpRequest) -> dict[str, Any]:
     form = CertificateFilterForm(request.GET)
     paginator = Paginator(_filtered(form), PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
-    return {"form": form, "page": page, "certificates": page.object_list}
+    rows = [(cert, health.outage_of_issuer(cert.issuer_id)) for cert in page.object_list]
+    return {"form": form, "page": page, "certificates": page.object_list, "rows": rows}
 
 
 @viewer_required
@@ -131,6 +133,7 @@ def _part_context(cert: Certificate, part: str) -> dict[str, Any]:
             "issuing": cert.get_condition("Issuing"),
             "secret": secret,
             "info": info,
+            "outage": health.outage_of_issuer(cert.issuer_id),
         }
     if part == "chain":
         return {"cert": cert, "chain": _chain(cert)}

@@ -1,4 +1,4 @@
-"""Dashboard (DESIGN §4): counts, scheduler depth, challenges in flight, backoff, renewals.
+"""Dashboard: counts, scheduler depth, challenges in flight, backoff, renewals.
 
 The page is a set of sections; each is also served alone as a partial that live.js re-fetches
 when a message for the dashboard arrives. Every section runs a small, fixed number of
@@ -19,6 +19,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from console.web.access import render_page, viewer_required
+from issuance.acme import health
 from issuance.models import (
     FINAL_CHALLENGE_STATES,
     AcmeServer,
@@ -28,6 +29,8 @@ from issuance.models import (
     CertificateState,
     Challenge,
     ChallengeState,
+    Issuer,
+    IssuerKind,
 )
 
 LIST_LIMIT = 10
@@ -38,7 +41,7 @@ RENEWAL_WINDOW = timedelta(days=7)
 
 @dataclass(frozen=True)
 class ChallengeStep:
-    """Where a challenge is in its lifecycle (DESIGN §3 challenges), for people."""
+    """Where a challenge is in its lifecycle (issuance/controllers/challenges.py), for people."""
 
     step: str
     detail: str = ""
@@ -86,6 +89,21 @@ def scheduler_context() -> dict[str, Any]:
         "paused_servers": list(
             AcmeServer.objects.filter(paused_until__gt=now).order_by("paused_until")[:LIST_LIMIT]
         ),
+    }
+
+
+def ca_context() -> dict[str, Any]:
+    """ACME servers that do not answer: since when, the error, and which issuers use them."""
+    outages = health.outages()
+    issuers: dict[str, list[str]] = {}
+    if outages:
+        urls = {o.directory_url for o in outages}
+        for name, spec in Issuer.objects.filter(kind=IssuerKind.ACME).values_list("name", "spec"):
+            server = (spec.get("acme") or {}).get("server") if isinstance(spec, dict) else None
+            if server in urls:
+                issuers.setdefault(str(server), []).append(name)
+    return {
+        "outages": [(o, sorted(issuers.get(o.directory_url, []))) for o in outages[:LIST_LIMIT]]
     }
 
 
@@ -139,6 +157,7 @@ def approvals_context() -> dict[str, Any]:
 
 
 SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
+    "ca": ca_context,
     "counts": counts_context,
     "scheduler": scheduler_context,
     "challenges": challenges_context,

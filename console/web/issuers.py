@@ -1,4 +1,5 @@
-"""Issuers: kind, readiness, ACME account, solvers, and how many certificates use each."""
+"""Issuers: kind, readiness, ACME account, solvers, and how many certificates use each; for
+an ACME issuer whose server does not answer, since when and the error."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from console.web.access import render_page, viewer_required
+from issuance.acme import health
 from issuance.models import Issuer
 
 
@@ -42,7 +44,12 @@ def _context() -> dict[str, Any]:
         .defer("acme_account_key_ciphertext")
         .annotate(certificate_count=Count("certificates"))
     )
-    return {"issuers": [(i, i.get_condition("Ready"), solver_summary(i)) for i in issuers]}
+    return {
+        "issuers": [
+            (i, i.get_condition("Ready"), solver_summary(i), health.outage_of_issuer(i.pk))
+            for i in issuers
+        ]
+    }
 
 
 @viewer_required

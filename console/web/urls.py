@@ -1,4 +1,4 @@
-"""Web console pages (issue 4). Every page has partial URLs that live.js re-fetches."""
+"""Web console pages. Every page has partial URLs that live.js re-fetches."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from josepy.jwk import JWK, JWKEC, JWKRSA
 from issuance.acme.errors import AcmeProblemError
 from issuance.models import Issuer
 from issuance.pki.encryption import decrypt_text, encrypt_text
-from issuance.pki.keys import load_private_key, private_key_to_pem
+from issuance.pki.keys import load_stored_private_key, private_key_to_pem
 
 
 class AccountConfigError(Exception):
@@ -101,7 +101,8 @@ def ensure_account_key(issuer: Issuer) -> bool:
 
 
 def load_account_key(issuer: Issuer) -> JWK:
-    key = load_private_key(decrypt_text(issuer.acme_account_key_ciphertext))
+    """The account key, decrypted and parsed (generated here by generate_account_key)."""
+    key = load_stored_private_key(decrypt_text(issuer.acme_account_key_ciphertext))
     if isinstance(key, ec.EllipticCurvePrivateKey):
         return JWKEC(key=key)
     if isinstance(key, rsa.RSAPrivateKey):

@@ -7,8 +7,10 @@ Requests are signed with josepy keys and algorithms (jws.py) and sent by transpo
 - badNonce is retried here with a fresh nonce (Pebble rejects 5 % of good nonces);
 - a CA's 429 / rateLimited / Retry-After pauses the whole CA (ratelimit.py), and no call
   is made while it is paused;
-- every request has a timeout and is retried once when it times out, unless repeating it
-  could create a second object (newOrder: see controllers/orders.py for crash recovery);
+- every request has a timeout (connect 10 s, read 30 s) and is not repeated when it times
+  out: a CA that does not answer is recorded as unreachable (health.py) and asked again by
+  one probe, not by every waiting item (repeating held a worker thread twice as long, and
+  a repeated newOrder could create a second order; see controllers/orders.py for recovery);
 - one client (and its keep-alive connections) per issuer account, shared by the worker's
   threads.
 """
@@ -21,6 +23,7 @@ import collections
 import hashlib
 import json
 import logging
+import re
 import shutil
 import tempfile
 import threading
@@ -41,7 +44,7 @@ from django.utils import timezone
 from josepy.jwk import JWK
 from requests.utils import parse_header_links
 
-from issuance.acme import ratelimit
+from issuance.acme import health, ratelimit
 from issuance.acme.certs import ari_cert_id, chain_matches, parse_renewal_info
 from issuance.acme.errors import (
     BAD_NONCE,
@@ -53,38 +56,55 @@ from issuance.acme.errors import (
 from issuance.acme.jws import Signer, b64
 from issuance.acme.transport import Network
 from issuance.controllers.base import TemporaryError
-from issuance.metrics import ACME_REQUESTS
+from issuance.metrics import ACME_REQUESTS, ACME_SERVER_REQUESTS
 
 log = logging.getLogger("issuance.acme")
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 30.0
+# A probe is a GET of the directory, which any CA answers at once.
+PROBE_READ_TIMEOUT = 10.0
 BAD_NONCE_RETRIES = 5
 USER_AGENT = "issuance-console"
 PEM_CHAIN = "application/pem-certificate-chain"
 
 # In-process counts (tests and the benchmark read them; /metrics reads ACME_REQUESTS).
 _stats: collections.Counter[str] = collections.Counter()
+_server_stats: collections.Counter[tuple[str, str]] = collections.Counter()
 _stats_lock = threading.Lock()
 
 
-# The metric's children by (action, result): labels() validates and locks on every call.
+# The metrics' children by labels: labels() validates and locks on every call.
 _children: dict[tuple[str, str], Any] = {}
+_server_children: dict[tuple[str, str], Any] = {}
 
 
-def _count(action: str, result: str) -> None:
+def _count(directory_url: str, action: str, result: str) -> None:
     child = _children.get((action, result))
     if child is None:
         child = _children[(action, result)] = ACME_REQUESTS.labels(action=action, result=result)
     child.inc()
+    server_child = _server_children.get((directory_url, result))
+    if server_child is None:
+        server_child = _server_children[(directory_url, result)] = ACME_SERVER_REQUESTS.labels(
+            server=directory_url, result=result
+        )
+    server_child.inc()
     with _stats_lock:
         _stats[result] += 1
+        _server_stats[(directory_url, result)] += 1
 
 
 def stats() -> dict[str, int]:
     """Requests by result in this process, e.g. {"ok": 120, "bad_nonce": 6}."""
     with _stats_lock:
         return dict(_stats)
+
+
+def server_stats(directory_url: str) -> dict[str, int]:
+    """Requests sent to one CA by result in this process, e.g. {"ok": 80, "timeout": 2}."""
+    with _stats_lock:
+        return {r: n for (url, r), n in _server_stats.items() if url == directory_url}
 
 
 @dataclass(frozen=True)
@@ -167,6 +187,126 @@ def _json(response: requests.Response, url: str) -> dict[str, Any]:
     return body
 
 
+def _network_failure(exc: requests.RequestException) -> tuple[str, str] | None:
+    """(metric result, description) when the CA gave no answer at all; None for anything
+    else requests raises (a malformed URL, a certificate that fails verification: the
+    CA's configuration, which waiting will not fix)."""
+    text = str(exc)
+    if isinstance(exc, requests.ConnectTimeout):
+        seconds = re.search(r"connect timeout=([\d.]+)", text)
+        return "timeout", f"connect timed out after {seconds[1] if seconds else '?'}s"
+    if isinstance(exc, requests.Timeout):
+        seconds = re.search(r"read timeout=([\d.]+)", text)
+        # A TLS handshake that times out is reported the same way, with the connect timeout.
+        return "timeout", f"no answer within {seconds[1] if seconds else '?'}s"
+    if isinstance(exc, requests.exceptions.SSLError) and "CERTIFICATE_VERIFY_FAILED" in text:
+        return None
+    if isinstance(exc, requests.ConnectionError | requests.exceptions.ChunkedEncodingError):
+        return "network_error", _os_error(exc) or f"{type(exc).__name__}: {text}"
+    return None
+
+
+def _os_error(exc: BaseException) -> str:
+    """ "connection refused" from the OSError somewhere inside requests' wrapped errors."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    fallback = ""
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            if current.strerror:
+                return str(current.strerror).lower()
+            if current.args and isinstance(current.args[0], str) and not fallback:
+                fallback = current.args[0].lower()
+        nested = [a for a in current.args if isinstance(a, BaseException)]
+        reason = getattr(current, "reason", None)
+        if isinstance(reason, BaseException):
+            nested.append(reason)
+        nested += [e for e in (current.__cause__, current.__context__) if e is not None]
+        todo.extend(nested)
+    return fallback
+
+
+def exchange(
+    directory_url: str, send: Callable[[], requests.Response], url: str, *, action: str
+) -> requests.Response:
+    """Run one request to a CA: pause and reachability checks, badNonce retries, mapping
+    failures to TemporaryError / AcmeUnreachableError / AcmeProblemError."""
+    bad_nonces = 0
+    while True:
+        ratelimit.check_not_paused(directory_url)
+        probe = health.gate(directory_url)
+        try:
+            response = send()
+        except requests.RequestException as exc:
+            failure = _network_failure(exc)
+            if failure is None:
+                _count(directory_url, action, "error")
+                raise AcmeTemporaryError(f"{url}: {type(exc).__name__}: {exc}") from None
+            result, error = failure
+            _count(directory_url, action, result)
+            log.warning("ACME %s %s: no answer: %s", action, url, error)
+            raise health.record_failure(directory_url, error, probe=probe) from None
+        health.record_answer(directory_url, probe=probe)
+        if response.status_code < 400:
+            _count(directory_url, action, "ok")
+            return response
+        problem = _problem(response)
+        ptype = problem_type(problem.get("type"))
+        detail = str(problem.get("detail") or "")
+        if ptype == BAD_NONCE:
+            _count(directory_url, action, "bad_nonce")
+            if bad_nonces < BAD_NONCE_RETRIES:
+                bad_nonces += 1
+                log.debug("badNonce from %s; retrying with a fresh nonce", url)
+                continue
+            # Never a reason to fail an order: the worker tries again after a backoff.
+            raise AcmeTemporaryError(f"{url}: {bad_nonces + 1} badNonce answers in a row")
+        retry_after = _retry_after(response)
+        if response.status_code == 429 or ptype == RATE_LIMITED or retry_after is not None:
+            _count(directory_url, action, "rate_limited")
+            reason = f"{ptype or 'HTTP ' + str(response.status_code)}: {detail}".strip()
+            until = ratelimit.record_pause(directory_url, retry_after, reason)
+            log.warning("ACME server %s paused until %s: %s", directory_url, until, reason)
+            raise TemporaryError(
+                f"ACME server paused until {until.isoformat()}: {reason}",
+                delay=max(until - timezone.now(), timedelta(seconds=1)),
+            )
+        if response.status_code >= 500:
+            _count(directory_url, action, "server_error")
+            raise AcmeTemporaryError(
+                f"{url}: HTTP {response.status_code}: {ptype or ''} {detail}".strip()
+            )
+        _count(directory_url, action, "problem")
+        raise AcmeProblemError(
+            ptype,
+            detail,
+            response.status_code,
+            list(problem.get("subproblems") or []),
+        )
+
+
+def probe(directory_url: str, tls: TLSOptions | None = None) -> None:
+    """GET the directory over a new connection (kept connections to a CA that froze may be
+    dead), through the same checks as every request: sent only when the CA is reachable
+    or this is its turn to probe (else AcmeUnreachableError, nothing sent)."""
+    verify = (tls or TLSOptions()).verify()
+
+    def send() -> requests.Response:
+        with requests.Session() as session:
+            return session.get(
+                directory_url,
+                timeout=(CONNECT_TIMEOUT, PROBE_READ_TIMEOUT),
+                verify=verify,
+                headers={"User-Agent": USER_AGENT, "Connection": "close"},
+            )
+
+    _json(exchange(directory_url, send, directory_url, action="probe"), directory_url)
+
+
 class AcmeClient:
     """One ACME account at one CA. Thread-safe; reuse it (it keeps connections alive)."""
 
@@ -194,73 +334,9 @@ class AcmeClient:
 
     # -- transport -------------------------------------------------------------
     def _send(
-        self,
-        send: Callable[[], requests.Response],
-        url: str,
-        *,
-        action: str,
-        retry_timeout: bool,
+        self, send: Callable[[], requests.Response], url: str, *, action: str
     ) -> requests.Response:
-        """Run one request with the pause check, timeout retry and status mapping."""
-        bad_nonces = 0
-        timeouts = 0
-        while True:
-            ratelimit.check_not_paused(self.directory_url)
-            try:
-                response = send()
-            except requests.ConnectTimeout as exc:
-                # Nothing reached the server: always safe to try once more.
-                timeouts += 1
-                _count(action, "timeout")
-                if timeouts <= 1:
-                    continue
-                raise AcmeTemporaryError(f"{url}: connect timeout: {exc}") from None
-            except requests.Timeout as exc:
-                timeouts += 1
-                _count(action, "timeout")
-                if retry_timeout and timeouts <= 1:
-                    log.warning("ACME request to %s timed out; retrying once", url)
-                    continue
-                raise AcmeTemporaryError(f"{url}: timed out: {exc}") from None
-            except requests.RequestException as exc:
-                _count(action, "network_error")
-                raise AcmeTemporaryError(f"{url}: {type(exc).__name__}: {exc}") from None
-            if response.status_code < 400:
-                _count(action, "ok")
-                return response
-            problem = _problem(response)
-            ptype = problem_type(problem.get("type"))
-            detail = str(problem.get("detail") or "")
-            if ptype == BAD_NONCE:
-                _count(action, "bad_nonce")
-                if bad_nonces < BAD_NONCE_RETRIES:
-                    bad_nonces += 1
-                    log.debug("badNonce from %s; retrying with a fresh nonce", url)
-                    continue
-                # Never a reason to fail an order: the worker tries again after a backoff.
-                raise AcmeTemporaryError(f"{url}: {bad_nonces + 1} badNonce answers in a row")
-            retry_after = _retry_after(response)
-            if response.status_code == 429 or ptype == RATE_LIMITED or retry_after is not None:
-                _count(action, "rate_limited")
-                reason = f"{ptype or 'HTTP ' + str(response.status_code)}: {detail}".strip()
-                until = ratelimit.record_pause(self.directory_url, retry_after, reason)
-                log.warning("ACME server %s paused until %s: %s", self.directory_url, until, reason)
-                raise TemporaryError(
-                    f"ACME server paused until {until.isoformat()}: {reason}",
-                    delay=max(until - timezone.now(), timedelta(seconds=1)),
-                )
-            if response.status_code >= 500:
-                _count(action, "server_error")
-                raise AcmeTemporaryError(
-                    f"{url}: HTTP {response.status_code}: {ptype or ''} {detail}".strip()
-                )
-            _count(action, "problem")
-            raise AcmeProblemError(
-                ptype,
-                detail,
-                response.status_code,
-                list(problem.get("subproblems") or []),
-            )
+        return exchange(self.directory_url, send, url, action=action)
 
     def directory(self) -> dict[str, Any]:
         with self._dir_lock:
@@ -269,7 +345,6 @@ class AcmeClient:
                     lambda: self._net.get(self.directory_url),
                     self.directory_url,
                     action="directory",
-                    retry_timeout=True,
                 )
                 self._directory = _json(response, self.directory_url)
             return self._directory
@@ -287,7 +362,6 @@ class AcmeClient:
         *,
         action: str,
         accept: str | None = None,
-        retry_timeout: bool = True,
         with_jwk: bool = False,
     ) -> requests.Response:
         """A signed POST (payload None = POST-as-GET); `action` labels the metrics.
@@ -299,7 +373,6 @@ class AcmeClient:
             lambda: self._net.signed_post(url, payload, new_nonce, kid, accept),
             url,
             action=action,
-            retry_timeout=retry_timeout,
         )
 
     def post_json(self, url: str, payload: dict[str, Any] | None, action: str) -> dict[str, Any]:
@@ -372,13 +445,13 @@ class AcmeClient:
     def new_order(
         self, identifiers: list[tuple[str, str]], profile: str | None = None
     ) -> dict[str, Any]:
-        """Create an order for [(type, value)]. Not retried on a read timeout: a repeat
-        could create a second order; the orders controller recovers instead."""
+        """Create an order for [(type, value)]. Like every request, not repeated after a
+        timeout (a repeat could create a second order); the orders controller recovers."""
         url = self._endpoint("newOrder")
         payload: dict[str, Any] = {"identifiers": [{"type": t, "value": v} for t, v in identifiers]}
         if profile:
             payload["profile"] = profile
-        return _json(self.post(url, payload, action="new_order", retry_timeout=False), url)
+        return _json(self.post(url, payload, action="new_order"), url)
 
     def get_order(self, url: str) -> dict[str, Any]:
         order = self.post_json(url, None, "get_order")
@@ -440,12 +513,7 @@ class AcmeClient:
         if not base:
             return None
         url = f"{str(base).rstrip('/')}/{ari_cert_id(cert_pem)}"
-        response = self._send(
-            lambda: self._net.get(url),
-            url,
-            action="renewal_info",
-            retry_timeout=True,
-        )
+        response = self._send(lambda: self._net.get(url), url, action="renewal_info")
         return parse_renewal_info(_json(response, url))
 
 

@@ -3,13 +3,16 @@
 - badNonce: retried inside the client, never seen here.
 - 429, `rateLimited`, or any Retry-After on an error: the whole CA is paused
   (AcmeServer.paused_until) and a TemporaryError with the remaining pause is raised.
-- 5xx, network errors, timeouts: TemporaryError (the worker backs off 5 s → 30 min).
+- network errors (refused, reset, timed out): the CA is recorded as unreachable (health.py)
+  and an AcmeUnreachableError says when the next probe is; while it lasts, calls wait for
+  the probe instead of being sent (the same error, nothing sent).
+- 5xx and other transport trouble: TemporaryError (the worker backs off 5 s → 30 min).
 - other 4xx problem documents: AcmeProblemError, carrying the CA's type/detail/status.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from issuance.controllers.base import PermanentError, TemporaryError
@@ -73,3 +76,37 @@ class AcmePausedError(AcmeTemporaryError):
 def problem_reason(type_: str, detail: str) -> str:
     """The Order/Challenge `reason` text: `<problem type>: <detail>` as cert-manager shows it."""
     return f"{problem_type(type_)}: {detail}" if type_ else detail
+
+
+class AcmeUnreachableError(AcmeTemporaryError):
+    """The CA did not answer (now or recently): wait for the probe, which wakes the waiters.
+
+    `retry_at`: when the caller should look again at the latest (items are woken earlier,
+    as soon as a probe gets an answer); `probe_at`: when the next probe may be sent.
+    """
+
+    REASON = "CAUnreachable"
+
+    def __init__(
+        self,
+        directory_url: str,
+        since: datetime,
+        error: str,
+        probe_at: datetime | None,
+        retry_at: datetime,
+        now: datetime,
+    ) -> None:
+        self.directory_url = directory_url
+        self.since = since
+        self.error = error
+        self.probe_at = probe_at
+        super().__init__(
+            f"{self.REASON}: {error} since {since.strftime('%Y-%m-%d %H:%M:%S UTC')}",
+            delay=max(retry_at - now, timedelta(seconds=1)),
+        )
+
+    def probe_wait(self, now: datetime) -> timedelta:
+        """How long until a probe may be sent (at least a second)."""
+        if self.probe_at is None:
+            return timedelta(seconds=1)
+        return max(self.probe_at - now, timedelta(seconds=1))

@@ -1,49 +1,31 @@
 """Per-CA pauses: a CA's 429 / rateLimited / Retry-After stops every issuer using it.
 
 The pause lives in AcmeServer (one row per directory URL) so all workers on all hosts
-honour it. Each process also keeps what it saw for a second, so checking before every
-call costs no query in the common case and a pause recorded here is honoured at once.
+honour it. Each process keeps what it saw for a second (servers.py), so checking before
+every call costs no query in the common case and a pause recorded here is honoured at once.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+import dataclasses
 from datetime import datetime, timedelta
 
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from issuance.acme import servers
 from issuance.acme.errors import AcmePausedError
 from issuance.models import AcmeServer
 
-# How long a process trusts its cached view of a CA's pause before reading the row again.
-CACHE_SECONDS = 1.0
 # A rate limit without Retry-After: wait this long (Let's Encrypt always sends the header).
 DEFAULT_PAUSE = timedelta(minutes=5)
 # Never honour absurd Retry-After values for longer than this.
 MAX_PAUSE = timedelta(hours=24)
 
-_lock = threading.Lock()
-# directory URL -> (monotonic time read, paused_until or None, reason)
-_cache: dict[str, tuple[float, datetime | None, str]] = {}
-
 
 def _read(directory_url: str) -> tuple[datetime | None, str]:
-    now_mono = time.monotonic()
-    with _lock:
-        cached = _cache.get(directory_url)
-    if cached and now_mono - cached[0] < CACHE_SECONDS:
-        return cached[1], cached[2]
-    row = (
-        AcmeServer.objects.filter(directory_url=directory_url)
-        .values_list("paused_until", "pause_reason")
-        .first()
-    )
-    until, reason = (row[0], row[1]) if row else (None, "")
-    with _lock:
-        _cache[directory_url] = (now_mono, until, reason)
-    return until, reason
+    state = servers.read(directory_url)
+    return state.paused_until, state.pause_reason
 
 
 def check_not_paused(directory_url: str) -> None:
@@ -81,8 +63,7 @@ def record_pause(directory_url: str, delay: timedelta | None, reason: str) -> da
         )
         server.refresh_from_db(fields=["paused_until"])
         until = server.paused_until or until
-    with _lock:
-        _cache[directory_url] = (time.monotonic(), until, reason)
+    _remember(directory_url, until, reason)
     return until
 
 
@@ -90,10 +71,15 @@ def clear_pause(directory_url: str) -> None:
     AcmeServer.objects.filter(directory_url=directory_url).update(
         paused_until=None, pause_reason="", updated_at=timezone.now()
     )
-    with _lock:
-        _cache.pop(directory_url, None)
+    servers.forget(directory_url)
+
+
+def _remember(directory_url: str, until: datetime | None, reason: str) -> None:
+    known = servers.cached(directory_url) or servers.HEALTHY
+    servers.remember(
+        directory_url, dataclasses.replace(known, paused_until=until, pause_reason=reason)
+    )
 
 
 def forget_cache() -> None:
-    with _lock:
-        _cache.clear()
+    servers.forget()

@@ -103,6 +103,9 @@ class DirectTransport:
                 redirect=False,
                 assert_same_host=False,
             )
+        except urllib3.exceptions.NewConnectionError as exc:
+            # A subclass of ConnectTimeoutError, but refused / unreachable, as requests says.
+            raise requests.ConnectionError(exc) from exc
         except urllib3.exceptions.ConnectTimeoutError as exc:
             raise requests.ConnectTimeout(exc) from exc
         except urllib3.exceptions.ReadTimeoutError as exc:

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -13,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from issuance import actions, events
+from issuance.acme import health
 from issuance.api.common import (
     PrebuiltFieldsMixin,
     ResourceViewSet,
@@ -47,6 +53,31 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
     renewRequestedAt = serializers.DateTimeField(source="renew_requested_at")
     renewRequestedBy = serializers.CharField(source="renew_requested_by")
     lastError = serializers.CharField(source="last_error")
+    caUnreachable = serializers.SerializerMethodField()
+
+    @extend_schema_field(
+        inline_serializer(
+            "CertificateCAUnreachable",
+            {
+                "server": serializers.CharField(),
+                "since": serializers.DateTimeField(),
+                "error": serializers.CharField(),
+                "reason": serializers.CharField(),
+            },
+            allow_null=True,
+        )
+    )
+    def get_caUnreachable(self, obj: Certificate) -> dict[str, Any] | None:
+        """The issuer's ACME server does not answer: issuance waits for it (null otherwise)."""
+        outage = health.outage_of_issuer(obj.issuer_id)
+        if outage is None:
+            return None
+        return {
+            "server": outage.directory_url,
+            "since": serializers.DateTimeField().to_representation(outage.since),
+            "error": outage.error,
+            "reason": outage.reason,
+        }
 
 
 class CertificateSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):

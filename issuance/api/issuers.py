@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from issuance import events
+from issuance.acme import health
 from issuance.api.common import (
     ResourceViewSet,
     ResourceWriteSerializer,
@@ -35,17 +36,49 @@ class IssuerAcmeStatusSerializer(serializers.Serializer[Any]):
         return str((obj.spec.get("acme") or {}).get("email") or "")
 
 
+class IssuerCAStatusSerializer(serializers.Serializer[Any]):
+    """Whether the ACME server answers (read from its AcmeServer record when asked)."""
+
+    server = serializers.CharField()
+    reachable = serializers.BooleanField()
+    unreachableSince = serializers.DateTimeField(allow_null=True)
+    lastError = serializers.CharField()
+    failedRequests = serializers.IntegerField()
+    nextProbeAt = serializers.DateTimeField(allow_null=True)
+
+
+def ca_status(issuer: Issuer) -> dict[str, Any] | None:
+    if issuer.kind != "acme":
+        return None
+    server = str(issuer.kind_spec.get("server") or "")
+    outage = health.outage_of_server(server)
+    return {
+        "server": server,
+        "reachable": outage is None,
+        "unreachableSince": outage.since if outage else None,
+        "lastError": outage.error if outage else "",
+        "failedRequests": outage.failed_requests if outage else 0,
+        "nextProbeAt": outage.probe_at if outage else None,
+    }
+
+
 class IssuerStatusSerializer(serializers.Serializer[Any]):
     conditions = serializers.JSONField()
     observedGeneration = serializers.IntegerField(source="observed_generation")
     message = serializers.CharField(source="status_message")
     lastError = serializers.CharField(source="last_error")
     acme = serializers.SerializerMethodField()
+    ca = serializers.SerializerMethodField()
 
     def get_acme(self, obj: Issuer) -> dict[str, Any] | None:
         if obj.kind != "acme":
             return None
         return dict(IssuerAcmeStatusSerializer(obj).data)
+
+    @extend_schema_field(IssuerCAStatusSerializer(allow_null=True))
+    def get_ca(self, obj: Issuer) -> dict[str, Any] | None:
+        status_ = ca_status(obj)
+        return None if status_ is None else dict(IssuerCAStatusSerializer(status_).data)
 
 
 class IssuerSerializer(serializers.Serializer[Any]):

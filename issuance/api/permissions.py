@@ -1,4 +1,4 @@
-"""Role checks for every API action (DESIGN §6): reads need any role, changes a named one."""
+"""Role checks for every API action: reads need any role, changes a named one."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from issuance.durations import format_relative
 from issuance.models import Certificate, CertificateRequest, Challenge, Event, Order, Secret
 from issuance.pki.csr import CSRError, parse_csr
 from issuance.pki.x509 import cert_info, split_pem_chain
@@ -16,25 +17,8 @@ from issuance.pki.x509 import cert_info, split_pem_chain
 def _when(value: datetime | None) -> str:
     if value is None:
         return "-"
-    delta = value - timezone.now()
-    seconds = int(delta.total_seconds())
-    rel = _human(abs(seconds))
-    return (
-        f"{value.isoformat(timespec='seconds')} ({'in ' + rel if seconds >= 0 else rel + ' ago'})"
-    )
-
-
-def _human(seconds: int) -> str:
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours}h"
-    if hours:
-        return f"{hours}h{minutes}m"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
+    relative = format_relative((value - timezone.now()).total_seconds())
+    return f"{value.isoformat(timespec='seconds')} ({relative})"
 
 
 def _conditions(conditions: Iterable[dict[str, Any]], indent: str = "  ") -> list[str]:

@@ -7,7 +7,7 @@ the request manager (is the in-flight request still what the spec asks for?).
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -16,11 +16,10 @@ from django.db.models import Q, QuerySet, Subquery
 from issuance.durations import DurationError, parse_duration
 from issuance.models import Certificate, CertificateRequest, Secret
 from issuance.pki.csr import CSRError, CSRInfo, parse_csr
-from issuance.pki.encryption import DecryptionError
-from issuance.pki.keys import KeyError_, key_matches_spec, load_private_key, public_key_bytes
+from issuance.pki.keys import KeyError_, PassKeys, StoredKey, key_matches_spec
 from issuance.pki.x509 import CertInfo, cert_info
 from issuance.renewal import renewal_time
-from issuance.worker_load import compiled
+from issuance.worker.load import compiled
 
 DEFAULT_DURATION = "2160h"
 CONTROLLER_USERNAME = "system:certificate-controller"
@@ -42,13 +41,20 @@ class CertView:
     now: datetime
     secret: Secret | None
     info: CertInfo | None  # the leaf stored in the Secret, when it parses
-    key_pem: str  # the Secret's private key (decrypted), "" when missing or unreadable
+    key: StoredKey | None  # the Secret's private key; None when missing or undecryptable
     current: CertificateRequest | None  # the request that made the current revision
     target: CertificateRequest | None  # the newest request after the current revision
     latest: CertificateRequest | None  # the newest request of all (for forced renewals)
     # secret_violation()'s answer once worked out (it parses keys and the CSR); a view made
     # with dataclasses.replace() must reset it.
     checked: tuple[Violation | None] | None = None
+    # The stored keys this pass has decrypted and parsed (each at most once); shared by the
+    # views a pass makes with dataclasses.replace(), dropped when the pass ends.
+    keys: PassKeys = field(default_factory=PassKeys)
+
+    def next_key(self) -> StoredKey | None:
+        """The Certificate's stored next private key (None: none, or undecryptable)."""
+        return self.keys.get(self.cert.next_private_key_ciphertext)
 
 
 # Stand-ins for the precompiled queries of load_view: values no row has, yet within each
@@ -86,17 +92,15 @@ def load_view(cert: Certificate, now: datetime) -> CertView:
     secret = cast(Secret, found[0]) if found else None
     if secret is not None and secret.certificate_id not in (None, cert.pk):
         secret = None  # someone else's Secret: not ours to read
+    keys = PassKeys()
     info = None
-    key_pem = ""
+    key = None
     if secret is not None:
         try:
             info = cert_info(secret.tls_crt) if secret.tls_crt else None
         except ValueError:
             info = None
-        try:
-            key_pem = secret.tls_key
-        except DecryptionError:
-            key_pem = ""
+        key = keys.get(secret.tls_key_ciphertext)
     if cert.revision is None:
         query = compiled("load_view.requests", _requests_query, _CERT_PK)
         rows = cast(list[CertificateRequest], query.fetch(cert.pk))
@@ -110,7 +114,7 @@ def load_view(cert: Certificate, now: datetime) -> CertView:
     target = (
         latest if latest is not None and (latest.revision or 0) > (cert.revision or 0) else None
     )
-    return CertView(cert, now, secret, info, key_pem, current, target, latest)
+    return CertView(cert, now, secret, info, key, current, target, latest, keys=keys)
 
 
 def desired_request_spec(cert: Certificate) -> dict[str, Any]:
@@ -183,21 +187,15 @@ def request_mismatch(cert: Certificate, request: CertificateRequest) -> str:
     return csr_mismatch(cert, csr)
 
 
-def key_mismatch(cert: Certificate, key_pem: str) -> str:
-    try:
-        key = load_private_key(key_pem)
-    except (ValueError, TypeError):
+def key_mismatch(cert: Certificate, key: StoredKey) -> str:
+    if key.key is None:
         return "private key cannot be read"
     try:
-        if not key_matches_spec(key, cert.private_key_spec):
+        if not key_matches_spec(key.key, cert.private_key_spec):
             return "private key type or size differs from spec.privateKey"
     except KeyError_ as exc:
         return str(exc)
     return ""
-
-
-def public_key_der(key_pem: str) -> bytes:
-    return public_key_bytes(load_private_key(key_pem).public_key())  # type: ignore[arg-type]
 
 
 def secret_violation(view: CertView) -> Violation | None:
@@ -211,18 +209,18 @@ def _secret_violation(view: CertView) -> Violation | None:
     cert, secret, info = view.cert, view.secret, view.info
     if secret is None:
         return Violation("DoesNotExist", f"Secret {cert.secret_name!r} does not exist")
-    if not secret.tls_crt or not view.key_pem:
+    key = view.key
+    if not secret.tls_crt or key is None or not key.pem:
         return Violation("MissingData", f"Secret {cert.secret_name!r} lacks tls.crt or tls.key")
     if info is None:
         return Violation("InvalidCertificate", "tls.crt in the Secret cannot be parsed")
-    try:
-        if public_key_der(view.key_pem) != info.public_key_der:
-            return Violation("InvalidKeyPair", "tls.key does not match tls.crt")
-    except (ValueError, TypeError):
+    if key.key is None:
         return Violation("InvalidKeyPair", "tls.key cannot be read")
+    if key.public_der != info.public_key_der:
+        return Violation("InvalidKeyPair", "tls.key does not match tls.crt")
     if info.not_after <= view.now:
         return Violation("Expired", f"Certificate expired on {info.not_after.isoformat()}")
-    why = key_mismatch(cert, view.key_pem)
+    why = key_mismatch(cert, key)
     if why:
         return Violation("SecretMismatch", why)
     if view.current is not None:

@@ -14,7 +14,14 @@ from issuance import actions, approval, events, faults
 from issuance.controllers.base import Result
 from issuance.issuers import registry
 from issuance.issuers.base import SignOutcome, SignState
-from issuance.models import Approval, CertificateRequest, Event, Issuer, RequestState
+from issuance.models import (
+    Approval,
+    CertificateRequest,
+    Event,
+    Issuer,
+    RequestState,
+    certificate_name_of,
+)
 from issuance.models.fastsave import save_where
 
 POLICY_ACTOR = "policy"
@@ -136,6 +143,6 @@ def _finish(request: CertificateRequest, state: str, why: tuple[str, str]) -> bo
         reason,
         message,
         type_=Event.NORMAL if state == RequestState.ISSUED else Event.WARNING,
-        certificate_name=request.certificate.name if request.certificate else "",
+        certificate_name=certificate_name_of(request),
     )
     return True

@@ -1,4 +1,4 @@
-"""Certificate controller (DESIGN §3): readiness, trigger, key manager, request manager,
+"""Certificate controller: readiness, trigger, key manager, request manager,
 issuing and revision history.
 
 A pass goes as far as it can: an issuance that starts sets Issuing and the next private key

@@ -1,4 +1,4 @@
-"""Challenges controller (DESIGN §3, seed 001 "Challenge Lifecycle").
+"""Challenges controller: a scheduled challenge, from the sync with the CA to the clean-up.
 
 Only scheduled (processing) challenges are worked on; the scheduler decides when a queued
 one starts. Each reconcile does one step, keeping its progress on the row:
@@ -28,7 +28,7 @@ from django.utils import timezone
 from issuance import events, scheduler
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.controllers.base import PermanentError, Result, TemporaryError
-from issuance.models import Challenge, ChallengeState, Event, OrderState
+from issuance.models import Challenge, ChallengeState, Event, OrderState, certificate_name_of
 from issuance.models.fastsave import save_where
 from issuance.solvers.base import Solver, SolverConfigError
 from issuance.solvers.registry import solver_for
@@ -62,11 +62,6 @@ def _client(challenge: Challenge) -> Any:
     return client_for(challenge.issuer)
 
 
-def _certificate_name(challenge: Challenge) -> str:
-    certificate = challenge.order.request.certificate
-    return certificate.name if certificate is not None else ""
-
-
 def _event(challenge: Challenge, reason: str, message: str, warning: bool = False) -> None:
     events.record(
         "Challenge",
@@ -74,7 +69,7 @@ def _event(challenge: Challenge, reason: str, message: str, warning: bool = Fals
         reason,
         message,
         type_=Event.WARNING if warning else Event.NORMAL,
-        certificate_name=_certificate_name(challenge),
+        certificate_name=certificate_name_of(challenge),
     )
 
 
@@ -173,6 +168,10 @@ def _sync(challenge: Challenge) -> Result:
     challenge.reason = ""
     if not _save(challenge, "state", "reason", "conditions"):
         return _stale(challenge)
+    if challenge.state == ChallengeState.PENDING:
+        # Still pending at the CA: present now. The next pass would find the row as long
+        # queued as before and sync it again, forever.
+        return _present(challenge, solver_for(challenge))
     return Result.now()
 
 

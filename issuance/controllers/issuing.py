@@ -26,7 +26,6 @@ from issuance.controllers.certificate_policy import (
     CertView,
     desired_request_spec,
     key_mismatch,
-    public_key_der,
     request_mismatch,
     secret_violation,
 )
@@ -42,8 +41,7 @@ from issuance.models import (
 )
 from issuance.models.fastsave import save_where
 from issuance.pki.csr import CSRError, build_csr, parse_csr
-from issuance.pki.encryption import DecryptionError
-from issuance.pki.keys import KeyError_, generate_private_key, load_private_key, private_key_to_pem
+from issuance.pki.keys import KeyError_, StoredKey, generate_private_key, private_key_to_pem
 from issuance.pki.x509 import cert_info
 
 STATUS_FIELDS = [
@@ -81,13 +79,6 @@ def save_status(cert: Certificate, *, expect_key: str | None = None) -> None:
         )
 
 
-def next_key_pem(cert: Certificate) -> str:
-    try:
-        return cert.next_private_key
-    except DecryptionError:
-        return ""
-
-
 # -- key manager -----------------------------------------------------------------------
 
 
@@ -96,21 +87,33 @@ def prepare_next_key(view: CertView) -> str:
     stores it with the rest of the step's status, before any request is made with it).
 
     Returns the timeline reason ("Generated" or "Reused") when it set one, else "". An
-    existing next key that still fits the spec is never replaced.
+    existing next key that still fits the spec is never replaced. The key set is remembered
+    in the pass's keys, so the request manager uses it without decrypting it back.
     """
     cert = view.cert
-    current = next_key_pem(cert)
-    if current and not key_mismatch(cert, current):
+    current = view.next_key()
+    if current is not None and not key_mismatch(cert, current):
         return ""
-    if cert.rotation_policy == "Never" and view.key_pem and not key_mismatch(cert, view.key_pem):
-        cert.set_next_private_key(view.key_pem, view.now)
+    reuse, secret = view.key, view.secret
+    if (
+        cert.rotation_policy == "Never"
+        and reuse is not None
+        and secret is not None
+        and not key_mismatch(cert, reuse)
+    ):
+        # The Secret's own ciphertext: one key, one ciphertext, decrypted once per pass.
+        cert.next_private_key_ciphertext = secret.tls_key_ciphertext
+        cert.next_private_key_created_at = view.now
+        view.keys.remember(secret.tls_key_ciphertext, reuse)
         return "Reused"
     try:
         key = generate_private_key(cert.private_key_spec)
     except KeyError_ as exc:
         raise TemporaryError(f"spec.privateKey: {exc}") from None
     encoding = str(cert.private_key_spec.get("encoding") or "PKCS1")
-    cert.set_next_private_key(private_key_to_pem(key, encoding), view.now)
+    pem = private_key_to_pem(key, encoding)
+    cert.set_next_private_key(pem, view.now)
+    view.keys.remember(cert.next_private_key_ciphertext, StoredKey.of(pem, key))
     return "Generated"
 
 
@@ -138,16 +141,14 @@ def request_name(cert: Certificate, revision: int, salt: str = "") -> str:
 
 def target_matches(view: CertView, request: CertificateRequest) -> bool:
     """The request was made with the stored next key and for the spec as it is now."""
-    key_pem = next_key_pem(view.cert)
-    if not key_pem:
+    key = view.next_key()
+    if key is None or key.key is None:
         return False
     try:
         csr = parse_csr(request.csr_pem)
     except CSRError:
         return False
-    return csr.public_key_der == public_key_der(key_pem) and not request_mismatch(
-        view.cert, request
-    )
+    return csr.public_key_der == key.public_der and not request_mismatch(view.cert, request)
 
 
 def ensure_request(view: CertView) -> CertificateRequest | None:
@@ -162,11 +163,14 @@ def ensure_request(view: CertView) -> CertificateRequest | None:
             return None  # in flight; its controller wakes us when it is final
         if not failure_recorded(cert, target):
             return None  # the outcome step records it first
-    key_pem = next_key_pem(cert)
+    key = view.next_key()
+    if key is None or key.key is None:
+        # prepare_next_key stored a usable one earlier in this pass: someone changed it since.
+        raise TemporaryError(f"the next private key of {cert.name} is not readable; looking again")
     # The newest request has the highest revision of all (the view loaded it): no MAX query.
     latest = view.latest.revision if view.latest is not None else None
     revision = max(latest or 0, cert.revision or 0) + 1
-    csr = build_csr(load_private_key(key_pem), cert.spec)
+    csr = build_csr(key.key, cert.spec)
     spec = {
         "request": csr,
         **desired_request_spec(cert),
@@ -242,12 +246,15 @@ def record_outcome(view: CertView) -> CertView | None:
     Returns the view as it is after the write, or None when there was nothing to record.
     """
     cert, target = view.cert, view.target
-    if target is None or not target.is_final or not target_matches(view, target):
+    if target is None or not target.is_final:
+        return None
+    key = view.next_key()
+    if key is None or not target_matches(view, target):
         return None
     if failure_recorded(cert, target):
         return None
     if target.state == RequestState.ISSUED:
-        return _store_issued(view, target)
+        return _store_issued(view, target, key)
     cond = target.get_condition("Ready") or {}
     reason = "Denied" if target.state == RequestState.DENIED else "Failed"
     return record_failure(view, reason, str(cond.get("message") or target.state), target)
@@ -256,7 +263,7 @@ def record_outcome(view: CertView) -> CertView | None:
 def record_failure(
     view: CertView, reason: str, message: str, request: CertificateRequest | None = None
 ) -> CertView:
-    """A failed issuance: count it, back off (seed 004), keep the next key for the retry."""
+    """A failed issuance: count it, back off, keep the next key for the retry."""
     cert, now = view.cert, view.now
     done = finished_at(request) if request is not None else None
     failed_at = max(now, done) if done is not None else now
@@ -281,14 +288,13 @@ def record_failure(
     return view
 
 
-def _store_issued(view: CertView, request: CertificateRequest) -> CertView:
+def _store_issued(view: CertView, request: CertificateRequest, key: StoredKey) -> CertView:
     cert = view.cert
-    key_pem = next_key_pem(cert)
     try:
         issued = cert_info(request.certificate_pem)
     except ValueError as exc:
         return record_failure(view, "Failed", f"issued certificate is unreadable: {exc}", request)
-    if issued.public_key_der != public_key_der(key_pem):
+    if issued.public_key_der != key.public_der:
         return record_failure(
             view,
             "Failed",
@@ -300,7 +306,7 @@ def _store_issued(view: CertView, request: CertificateRequest) -> CertView:
         secret = _writable_secret(view)
         secret.tls_crt = request.certificate_pem
         secret.ca_crt = request.ca_pem
-        secret.tls_key = key_pem
+        secret.tls_key = key.pem
         secret.certificate = cert
         secret.save()
         cert.revision = request.revision
@@ -313,7 +319,7 @@ def _store_issued(view: CertView, request: CertificateRequest) -> CertView:
             view,
             secret=secret,
             info=issued,
-            key_pem=key_pem,
+            key=key,
             current=request,
             target=None,
             checked=None,

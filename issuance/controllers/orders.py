@@ -1,4 +1,4 @@
-"""Orders controller (DESIGN §3 "orders", seed 002): one ACME order per Order row.
+"""Orders controller: one ACME order per Order row.
 
 Each reconcile does at most one ACME write (plus the reads that follow it) and records
 where it got to after every step:
@@ -23,6 +23,11 @@ identifiers that no other Order row owns is adopted. Let's Encrypt has no orders
 reuses an identical pending order for the same account, so a repeated newOrder returns
 the same order there. Only a CA with neither could leave one unused order behind; it
 expires on its own and costs nothing.
+
+A CA that does not answer (refused, timed out) never fails an order: the client raises
+AcmeUnreachableError (temporary) and the order waits for the CA's probe, which wakes it
+(issuance/acme/health.py). A newOrder that timed out is "attempted": the CA may have
+made the order, so the recovery above runs before any new one is created.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from issuance import events, faults, scheduler, wakeup
-from issuance.acme import ratelimit
+from issuance.acme import health, ratelimit
 from issuance.acme.client import AcmeClient, client_for
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
@@ -49,6 +54,7 @@ from issuance.models import (
     IssuerKind,
     Order,
     OrderState,
+    certificate_name_of,
 )
 from issuance.pki.csr import parse_csr
 from issuance.pki.x509 import cert_info, split_pem_chain
@@ -125,8 +131,10 @@ def _create(order: Order, client: AcmeClient) -> Result:
                 f"Found the ACME order {order.url} created before a restart",
             )
             return _load_authorizations(order, client)
-    # A paused CA is not called at all, so nothing is "attempted" (no recovery scan later).
+    # A paused or unreachable CA is not called at all, so nothing is "attempted" (no
+    # recovery scan later). newOrder is never the probe of an unreachable CA.
     ratelimit.check_not_paused(client.directory_url)
+    health.check_reachable(client.directory_url)
     order.create_attempted_at = timezone.now()
     order.save(update_fields=["create_attempted_at", "updated_at"])
     acme_order = client.new_order(identifiers, order.spec.get("profile") or None)
@@ -248,64 +256,98 @@ def _ensure_challenges(order: Order, client: AcmeClient, existing: set[str] | No
     solvers = list(order.issuer.kind_spec.get("solvers") or [])
     if existing is None:
         existing = set(order.challenges.values_list("authorization_url", flat=True))
-    certificate_name = _certificate_name(order)
     for authz in order.authorizations:
         if authz["status"] != "pending" or authz["url"] in existing:
             continue
-        name, wildcard = authz["identifier"], bool(authz["wildcard"])
-        choice = select_solver(solvers, name, wildcard)
-        if choice is None:
-            return describe_no_solver(name, wildcard)
-        offered = [c for c in authz["challenges"] if c.get("type") == choice.challenge_type]
-        if not offered:
-            types = ", ".join(str(c.get("type")) for c in authz["challenges"])
-            return f"the CA offers no {choice.challenge_type} challenge for {name} (only {types})"
-        acme_chal = offered[0]
-        token = str(acme_chal.get("token") or "")
-        # As cert-manager: HTTP-01 key = key authorization; DNS-01 key = the TXT value.
-        key = (
-            client.key_authorization(token)
-            if choice.challenge_type == HTTP01
-            else client.dns01_txt_value(token)
-        )
-        spec = {
-            "authorizationURL": authz["url"],
-            "url": str(acme_chal.get("url") or ""),
-            "dnsName": name,
-            "wildcard": wildcard,
-            "type": choice.challenge_type,
-            "token": token,
-            "key": key,
-            "solver": choice.solver,
-            "issuerRef": order.spec.get("issuerRef") or {"name": order.issuer.name},
-        }
-        challenge_name = _challenge_name(order, authz["url"])
-        try:
-            with guarded():
-                Challenge.objects.create(
-                    name=challenge_name,
-                    order=order,
-                    issuer=order.issuer,
-                    dns_name=name,
-                    type=choice.challenge_type,
-                    authorization_url=authz["url"],
-                    token=token,
-                    spec=spec,
-                    # The authorization was read a moment ago: a pending challenge needs no
-                    # sync with the CA before it is presented (unless it waits long).
-                    state=ChallengeState.PENDING if acme_chal.get("status") == "pending" else "",
-                )
-        except IntegrityError:
-            continue  # made by an earlier, interrupted run
-        scheduler.mark_queue_changed()  # the scheduler may start it at once
-        events.record(
-            "Challenge",
-            challenge_name,
-            "Created",
-            f"Created {choice.challenge_type} challenge for {'*.' if wildcard else ''}{name} (queued)",
-            certificate_name=certificate_name,
-        )
+        planned = _plan_challenge(order, client, solvers, authz)
+        if isinstance(planned, str):
+            return planned
+        _create_challenge(order, planned)
     return ""
+
+
+class _NewChallenge(NamedTuple):
+    name: str
+    dns_name: str
+    wildcard: bool
+    type: str
+    token: str
+    spec: dict[str, Any]
+    state: str
+
+
+def _plan_challenge(
+    order: Order, client: AcmeClient, solvers: list[dict[str, Any]], authz: dict[str, Any]
+) -> _NewChallenge | str:
+    """The Challenge that answers one pending authorization: the solver chosen for its
+    name, the CA's challenge of that solver's type, and the key it needs; or the problem
+    that makes the order fail (no solver, or the CA offers no such challenge)."""
+    name, wildcard = authz["identifier"], bool(authz["wildcard"])
+    choice = select_solver(solvers, name, wildcard)
+    if choice is None:
+        return describe_no_solver(name, wildcard)
+    offered = [c for c in authz["challenges"] if c.get("type") == choice.challenge_type]
+    if not offered:
+        types = ", ".join(str(c.get("type")) for c in authz["challenges"])
+        return f"the CA offers no {choice.challenge_type} challenge for {name} (only {types})"
+    acme_chal = offered[0]
+    token = str(acme_chal.get("token") or "")
+    # As cert-manager: HTTP-01 key = key authorization; DNS-01 key = the TXT value.
+    key = (
+        client.key_authorization(token)
+        if choice.challenge_type == HTTP01
+        else client.dns01_txt_value(token)
+    )
+    spec = {
+        "authorizationURL": authz["url"],
+        "url": str(acme_chal.get("url") or ""),
+        "dnsName": name,
+        "wildcard": wildcard,
+        "type": choice.challenge_type,
+        "token": token,
+        "key": key,
+        "solver": choice.solver,
+        "issuerRef": order.spec.get("issuerRef") or {"name": order.issuer.name},
+    }
+    return _NewChallenge(
+        name=_challenge_name(order, authz["url"]),
+        dns_name=name,
+        wildcard=wildcard,
+        type=choice.challenge_type,
+        token=token,
+        spec=spec,
+        # The authorization was read a moment ago: a pending challenge needs no sync with
+        # the CA before it is presented (unless it waits long in the queue).
+        state=ChallengeState.PENDING if acme_chal.get("status") == "pending" else "",
+    )
+
+
+def _create_challenge(order: Order, new: _NewChallenge) -> None:
+    """Insert it (queued), unless an earlier, interrupted pass did; tell the scheduler and
+    the timeline."""
+    try:
+        with guarded():
+            Challenge.objects.create(
+                name=new.name,
+                order=order,
+                issuer=order.issuer,
+                dns_name=new.dns_name,
+                type=new.type,
+                authorization_url=new.spec["authorizationURL"],
+                token=new.token,
+                spec=new.spec,
+                state=new.state,
+            )
+    except IntegrityError:
+        return  # made by an earlier, interrupted run
+    scheduler.mark_queue_changed()  # the scheduler may start it at once
+    events.record(
+        "Challenge",
+        new.name,
+        "Created",
+        f"Created {new.type} challenge for {'*.' if new.wildcard else ''}{new.dns_name} (queued)",
+        certificate_name=certificate_name_of(order),
+    )
 
 
 def _challenge_name(order: Order, authz_url: str) -> str:
@@ -481,13 +523,12 @@ def _fail(order: Order, state: str, reason: str) -> Result:
     return Result.done()
 
 
-def _certificate_name(order: Order) -> str:
-    """The owning Certificate's name (the worker loads request and certificate with the order)."""
-    certificate = order.request.certificate
-    return certificate.name if certificate is not None else ""
-
-
 def _event(order: Order, reason: str, message: str, type_: str = Event.NORMAL) -> None:
     events.record(
-        "Order", order.name, reason, message, type_=type_, certificate_name=_certificate_name(order)
+        "Order",
+        order.name,
+        reason,
+        message,
+        type_=type_,
+        certificate_name=certificate_name_of(order),
     )

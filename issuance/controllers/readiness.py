@@ -1,4 +1,4 @@
-"""Readiness of a Certificate (DESIGN §3 "readiness"): the Ready condition, validity, renewal
+"""Readiness of a Certificate: the Ready condition, validity, renewal
 time, backoff time and the one-word state, computed from a CertView.
 
 Computed in memory: the caller saves it together with whatever else the same step changed

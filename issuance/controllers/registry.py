@@ -1,4 +1,5 @@
-"""Which controllers the worker runs, and the global steps of each loop (DESIGN §3)."""
+"""Which controllers the worker runs, and the global steps of each loop (see
+docs/architecture.md, "The controller contract" and "The worker")."""
 
 from __future__ import annotations
 

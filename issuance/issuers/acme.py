@@ -18,13 +18,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from issuance import events, wakeup
+from issuance.acme import servers
 from issuance.acme.account import (
     AccountConfigError,
     account_config,
     ensure_account_key,
     register,
 )
-from issuance.acme.errors import AcmeProblemError, problem_type
+from issuance.acme.client import probe, tls_options
+from issuance.acme.errors import AcmeProblemError, AcmeUnreachableError, problem_type
 from issuance.controllers.base import Result, TemporaryError
 from issuance.dbutil import guarded
 from issuance.issuers.base import SignOutcome, SignState
@@ -34,6 +36,7 @@ from issuance.models import (
     Issuer,
     Order,
     OrderState,
+    certificate_name_of,
 )
 from issuance.pki.csr import CSRError, parse_csr
 from issuance.pki.x509 import split_pem_chain
@@ -43,6 +46,8 @@ log = logging.getLogger("issuance.issuers.acme")
 # A spec the CA refused (bad EAB key, unknown server): look again now and then, since a
 # referenced Secret may be fixed without a spec change.
 NOT_READY_RECHECK = timedelta(minutes=10)
+CA_UNREACHABLE = AcmeUnreachableError.REASON
+REGISTERED = "The ACME account was registered with the ACME server"
 
 
 # -- issuer: the ACME account ------------------------------------------------------------
@@ -54,18 +59,27 @@ def reconcile_issuer(issuer: Issuer) -> Result:
     except AccountConfigError as exc:
         _set_ready(issuer, "False", "ErrInvalidConfig", str(exc))
         return Result.after(NOT_READY_RECHECK)
+    if servers.read(config.server, fresh=True).unreachable:
+        return _wait_for_ca(issuer, config.server)
     fingerprint = config.fingerprint()
-    if (
-        issuer.is_ready
-        and issuer.acme_account_uri
+    registered = (
+        issuer.acme_account_uri
         and issuer.acme_account_fingerprint == fingerprint
         and issuer.observed_generation == issuer.generation
-    ):
+    )
+    if registered and _ready_reason(issuer) == CA_UNREACHABLE:
+        # The CA answers again and nothing changed meanwhile: the account stands.
+        _set_ready(issuer, "True", "ACMEAccountRegistered", REGISTERED, event=False)
+        return Result.done()
+    if registered and issuer.is_ready:
         return Result.done()
     if ensure_account_key(issuer):
         events.record("Issuer", issuer.name, "AccountKeyGenerated", "Generated an ACME account key")
     try:
         uri = register(issuer, config)
+    except AcmeUnreachableError as exc:
+        _show_unreachable(issuer, exc.error, exc.since)
+        return Result.after(exc.probe_wait(timezone.now()))
     except AcmeProblemError as exc:
         _set_ready(
             issuer,
@@ -78,7 +92,7 @@ def reconcile_issuer(issuer: Issuer) -> Result:
         _set_ready(issuer, "False", "ErrRegisterACMEAccount", str(exc))
         return Result.after(NOT_READY_RECHECK)
     except TemporaryError as exc:
-        # Not reachable or paused: say so, and let the worker back off and retry.
+        # Paused, or an answer that was no answer (5xx): say so, and let the worker retry.
         _set_ready(
             issuer, "False", "ErrRegisterACMEAccount", f"Failed to register ACME account: {exc}"
         )
@@ -87,15 +101,35 @@ def reconcile_issuer(issuer: Issuer) -> Result:
     issuer.acme_account_uri = uri
     issuer.acme_account_fingerprint = fingerprint
     issuer.save(update_fields=["acme_account_uri", "acme_account_fingerprint", "updated_at"])
-    _set_ready(
-        issuer,
-        "True",
-        "ACMEAccountRegistered",
-        "The ACME account was registered with the ACME server",
-    )
+    _set_ready(issuer, "True", "ACMEAccountRegistered", REGISTERED)
     if changed_account:
         events.record("Issuer", issuer.name, "ACMEAccountRegistered", f"ACME account {uri}")
     return Result.done()
+
+
+def _wait_for_ca(issuer: Issuer, server: str) -> Result:
+    """The CA does not answer: show it, and probe it when it is time (one prober at a time
+    for all issuers and workers; health.py). The first answer wakes everything waiting."""
+    try:
+        probe(server, tls_options(issuer.kind_spec))
+    except AcmeUnreachableError as exc:
+        _show_unreachable(issuer, exc.error, exc.since)
+        return Result.after(exc.probe_wait(timezone.now()))
+    except (TemporaryError, AcmeProblemError) as exc:
+        # An answer, if not a good one: the CA is reachable again; the normal path decides.
+        log.info("probe of %s answered: %s", server, exc)
+    return Result.now()
+
+
+def _ready_reason(issuer: Issuer) -> str:
+    return str((issuer.get_condition("Ready") or {}).get("reason") or "")
+
+
+def _show_unreachable(issuer: Issuer, error: str, since: datetime) -> None:
+    """Ready=False, CAUnreachable: `<error> since <time>`. The timeline entries of an outage
+    are written once per outage by health.py, not here."""
+    when = since.strftime("%Y-%m-%d %H:%M:%S UTC")
+    _set_ready(issuer, "False", CA_UNREACHABLE, f"{error} since {when}", event=False)
 
 
 def account_lost(issuer: Issuer, detail: str) -> None:
@@ -108,7 +142,9 @@ def account_lost(issuer: Issuer, detail: str) -> None:
     wakeup.wake(fresh)
 
 
-def _set_ready(issuer: Issuer, status: str, reason: str, message: str) -> None:
+def _set_ready(
+    issuer: Issuer, status: str, reason: str, message: str, *, event: bool = True
+) -> None:
     was = issuer.get_condition("Ready")
     changed = issuer.set_condition("Ready", status, reason, message, now=timezone.now())
     if not changed and issuer.observed_generation == issuer.generation:
@@ -116,7 +152,7 @@ def _set_ready(issuer: Issuer, status: str, reason: str, message: str) -> None:
     issuer.observed_generation = issuer.generation
     issuer.status_message = "" if status == "True" else message
     issuer.save(update_fields=["conditions", "observed_generation", "status_message", "updated_at"])
-    if was is None or was.get("status") != status or was.get("message") != message:
+    if event and (was is None or was.get("status") != status or was.get("message") != message):
         events.record(
             "Issuer",
             issuer.name,
@@ -163,11 +199,6 @@ def order_spec(request: CertificateRequest) -> dict[str, Any]:
     return spec
 
 
-def _certificate_name(request: CertificateRequest) -> str:
-    certificate = request.certificate
-    return certificate.name if certificate is not None else ""
-
-
 def ensure_order(request: CertificateRequest) -> tuple[Order, bool]:
     """The request's one Order; created (due now) if missing. Returns (order, created)."""
     # A request this signer never answered (no Ready condition yet) almost surely has no
@@ -195,14 +226,14 @@ def ensure_order(request: CertificateRequest) -> tuple[Order, bool]:
         order.name,
         "Created",
         f"Created Order for {', '.join(spec['dnsNames'] + spec['ipAddresses'])}",
-        certificate_name=_certificate_name(request),
+        certificate_name=certificate_name_of(request),
     )
     events.record(
         "CertificateRequest",
         request.name,
         "OrderCreated",
         f"Created Order resource {order.name}",
-        certificate_name=_certificate_name(request),
+        certificate_name=certificate_name_of(request),
     )
     return order, True
 

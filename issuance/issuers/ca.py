@@ -18,7 +18,7 @@ from issuance.issuers.base import SignOutcome, SignState
 from issuance.issuers.local import SigningError, signing_duration
 from issuance.models import CertificateRequest, Issuer, Secret
 from issuance.pki.csr import CSRError, build_csr
-from issuance.pki.keys import generate_private_key, load_private_key, private_key_to_pem
+from issuance.pki.keys import generate_private_key, load_stored_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr
 from issuance.pki.x509 import load_leaf, split_pem_chain
 
@@ -59,7 +59,9 @@ def load_keypair(issuer: Issuer) -> CAKeyPair:
             f"secret {name!r}: tls.crt is not a valid certificate: {exc}"
         ) from None
     try:
-        key = load_private_key(secret.tls_key)
+        # Every key in a Secret was generated here or checked in full when it entered
+        # (specs.issuer validates an inline ca.privateKey): the stored door.
+        key = load_stored_private_key(secret.tls_key)
     except (ValueError, TypeError) as exc:
         raise CAKeyPairError(
             f"secret {name!r}: tls.key is not a valid private key: {exc}"

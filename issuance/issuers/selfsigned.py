@@ -13,7 +13,7 @@ from issuance.issuers.local import SigningError, signing_duration
 from issuance.models import CertificateRequest
 from issuance.pki.csr import CSRError, parse_csr
 from issuance.pki.encryption import DecryptionError
-from issuance.pki.keys import load_private_key, public_key_bytes
+from issuance.pki.keys import load_stored_private_key, public_key_bytes
 from issuance.pki.signing import DEFAULT_USAGES, sign_csr
 
 
@@ -37,7 +37,7 @@ def sign(request: CertificateRequest) -> SignOutcome:
             message=f"Certificate {cert.name} has no pending private key for this request",
         )
     try:
-        key = load_private_key(key_pem)
+        key = load_stored_private_key(key_pem)
         if parse_csr(request.csr_pem).public_key_der != public_key_bytes(key.public_key()):
             return SignOutcome(
                 SignState.FAILED,

@@ -12,6 +12,7 @@ import base64
 import logging
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
 from issuance import events
@@ -22,7 +23,6 @@ from issuance.models import Certificate, Event, Secret, SecretExport
 log = logging.getLogger("issuance.kube")
 MAX_CONFLICT_RETRIES = 5
 MANAGED_BY = "issuance-console"
-EXPORT_LEASE = timedelta(seconds=60)
 
 
 def _target(cert: Certificate) -> tuple[str, str] | None:
@@ -140,7 +140,9 @@ def _claim(record: SecretExport) -> bool:
         current = current.filter(next_attempt_at__isnull=True)
     else:
         current = current.filter(next_attempt_at=record.next_attempt_at)
-    lease = now + EXPORT_LEASE
+    # As long as a worker's claim (a dead worker's export is retried that soon); writes carry
+    # the Secret's resourceVersion, so an export that outlives it cannot clobber a newer one.
+    lease = now + settings.WORKER_LEASE
     if not current.update(next_attempt_at=lease):
         return False
     record.next_attempt_at = lease

@@ -15,6 +15,7 @@ from issuance.models.event import Event
 from issuance.models.issuer import Issuer, IssuerKind
 from issuance.models.kubecsr import KubeCSR
 from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
+from issuance.models.owner import certificate_name_of
 from issuance.models.secret import Secret
 from issuance.models.secretexport import SecretExport
 
@@ -40,5 +41,6 @@ __all__ = [
     "RequestState",
     "Secret",
     "SecretExport",
+    "certificate_name_of",
     "validate_resource_name",
 ]

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
 
-from issuance.models.fastsave import insert_save, update_fields_save
+from issuance.models.fastsave import insert_instead, update_fields_save
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
@@ -81,14 +81,7 @@ class Resource(models.Model):
             )
         ):
             return
-        # A new row (objects.create() passes force_insert): one precompiled INSERT.
-        if (
-            update_fields is None
-            and not args
-            and set(kwargs) <= {"force_insert", "using"}
-            and self._state.adding
-            and insert_save(self, kwargs.get("using") or DEFAULT_DB_ALIAS)
-        ):
+        if insert_instead(self, args, kwargs):  # a new row: one precompiled INSERT
             return
         super().save(*args, **kwargs)
 

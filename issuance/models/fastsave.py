@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import DatabaseError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 from django.db.models.signals import post_save, pre_save
@@ -95,21 +95,33 @@ def _has_expression(instance: Model, fields: list[Field[Any, Any]]) -> bool:
     return any(hasattr(getattr(instance, f.attname), "resolve_expression") for f in fields)
 
 
-def update_where(
-    instance: Model, update_fields: Iterable[str], using: str, **conditions: Any
-) -> int | None:
-    """UPDATE these fields of the row only while it still matches `conditions` (equality);
-    the number of rows changed, or None when this path does not apply. Sends no signals
-    (like QuerySet.update)."""
+def _compiled_update(
+    instance: Model, names: frozenset[str], using: str, conditions: dict[str, Any]
+) -> tuple[str, list[Any]] | None:
+    """The precompiled UPDATE … WHERE pk [AND conditions] with this instance's values, or
+    None when this path does not apply (unknown names, inherited models, expressions)."""
     model = type(instance)
-    names = frozenset(update_fields)
     if not names or instance.pk is None or model._meta.parents:
         return None
     connection = connections[using]
     statement = _statement(model, connection, names, tuple(conditions))
     if statement is None or _has_expression(instance, statement[1]):
         return None
-    return _run(instance, statement, connection, tuple(conditions.values()))
+    return statement[0], _params(instance, statement, connection, tuple(conditions.values()))
+
+
+def update_where(
+    instance: Model, update_fields: Iterable[str], using: str, **conditions: Any
+) -> int | None:
+    """UPDATE these fields of the row only while it still matches `conditions` (equality);
+    the number of rows changed, or None when this path does not apply. Sends no signals
+    (like QuerySet.update)."""
+    compiled = _compiled_update(instance, frozenset(update_fields), using, conditions)
+    if compiled is None:
+        return None
+    with connections[using].cursor() as cursor:
+        cursor.execute(*compiled)
+        return int(cursor.rowcount)
 
 
 def update_fields_save(instance: Model, update_fields: Iterable[str], using: str) -> bool:
@@ -146,43 +158,31 @@ def save_where(
     """Save these fields only while the row still matches `conditions` (compare-and-set).
 
     One UPDATE … WHERE pk = %s AND <field> = %s …, with the signals Model.save sends (the
-    live updates listen to post_save). Returns False, sending nothing, when no row matched:
-    someone changed the row meanwhile. `wake`: an object to wake (issuance.wakeup) if the
-    row was saved, atomically with it.
+    live updates listen to post_save). Returns False, sending no post_save, when no row
+    matched: someone changed the row meanwhile. `wake`: an object to wake (issuance.wakeup)
+    if the row was saved, atomically with it.
     """
     from issuance import wakeup
 
-    model = type(instance)
     names = frozenset(update_fields)
-    pre_save.send(sender=model, instance=instance, raw=False, using=using, update_fields=names)
-    connection = connections[using]
-    if wake is not None and connection.vendor == "postgresql":
-        saved = _update_and_wake(instance, names, connection, wake, conditions)
-        if saved is not None:
+    pre_save.send(
+        sender=type(instance), instance=instance, raw=False, using=using, update_fields=names
+    )
+    if wake is None:
+        saved = _update_or_orm(instance, names, using, conditions)
+    else:
+        woke = None
+        if connections[using].vendor == "postgresql":
+            woke = _update_and_wake(instance, names, using, wake, conditions)
+        if woke is None:  # two statements in a transaction
+            with transaction.atomic(using=using):
+                saved = _update_or_orm(instance, names, using, conditions)
+                if saved:
+                    wakeup.wake(wake)
+        else:
+            saved = bool(woke)
             if saved:
                 wakeup.woken()
-            return _saved(instance, names, using, bool(saved))
-    if wake is not None:
-        with transaction.atomic(using=using):
-            saved = save_where(instance, names, using, **conditions)
-            if saved:
-                wakeup.wake(wake)
-        return saved
-    saved = update_where(instance, names, using, **conditions)
-    if saved is None:  # not expressible as the precompiled UPDATE: the ORM's version
-        values = {name: getattr(instance, name) for name in names}
-        for field in model._meta.local_concrete_fields:
-            if field.name in names and getattr(field, "auto_now", False):
-                values[field.name] = field.pre_save(instance, False)
-        saved = (
-            model._default_manager.using(using)
-            .filter(pk=instance.pk, **conditions)
-            .update(**values)
-        )
-    return _saved(instance, names, using, bool(saved))
-
-
-def _saved(instance: Model, names: frozenset[str], using: str, saved: bool) -> bool:
     if not saved:
         return False
     instance._state.db = using
@@ -197,10 +197,29 @@ def _saved(instance: Model, names: frozenset[str], using: str, saved: bool) -> b
     return True
 
 
+def _update_or_orm(
+    instance: Model, names: frozenset[str], using: str, conditions: dict[str, Any]
+) -> bool:
+    """The conditional UPDATE: precompiled, or the ORM's where that does not apply."""
+    saved = update_where(instance, names, using, **conditions)
+    if saved is None:
+        model = type(instance)
+        values = {name: getattr(instance, name) for name in names}
+        for field in model._meta.local_concrete_fields:
+            if field.name in names and getattr(field, "auto_now", False):
+                values[field.name] = field.pre_save(instance, False)
+        saved = (
+            model._default_manager.using(using)
+            .filter(pk=instance.pk, **conditions)
+            .update(**values)
+        )
+    return bool(saved)
+
+
 def _update_and_wake(
     instance: Model,
     names: frozenset[str],
-    connection: BaseDatabaseWrapper,
+    using: str,
     wake: Model,
     conditions: dict[str, Any],
 ) -> int | None:
@@ -209,20 +228,16 @@ def _update_and_wake(
     two: BEGIN, UPDATE, UPDATE, COMMIT. None when the precompiled UPDATE does not apply."""
     from issuance import wakeup
 
-    model = type(instance)
-    if instance.pk is None or model._meta.parents:
+    compiled = _compiled_update(instance, names, using, conditions)
+    if compiled is None:
         return None
-    statement = _statement(model, connection, names, tuple(conditions))
-    if statement is None or _has_expression(instance, statement[1]):
-        return None
-    sql = statement[0]
-    params = _params(instance, statement, connection, tuple(conditions.values()))
+    sql, params = compiled
     wake_update, wake_params = wakeup.wake_sql(wake)
     combined = (
         f"WITH u AS ({sql} RETURNING 1),"  # noqa: S608 - texts built from model metadata
         f" w AS ({wake_update} AND EXISTS (SELECT 1 FROM u)) SELECT count(*) FROM u"
     )
-    with connection.cursor() as cursor:
+    with connections[using].cursor() as cursor:
         cursor.execute(combined, [*params, *wake_params])
         row = cursor.fetchone()
     return int(row[0]) if row else 0
@@ -259,6 +274,15 @@ def _insert_statement(
     with _lock:
         _inserts[key] = (sql, fields)
     return sql, fields
+
+
+def insert_instead(instance: Model, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """For a model's save(): a plain save of a new row (as objects.create() makes it, with at
+    most force_insert and using) done by insert_save. False for any other call, which the
+    caller then hands to Model.save."""
+    if args or not set(kwargs) <= {"force_insert", "using"}:
+        return False
+    return insert_save(instance, kwargs.get("using") or DEFAULT_DB_ALIAS)
 
 
 def insert_save(instance: Model, using: str) -> bool:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, models
+from django.db import models
 from django.utils import timezone
 
-from issuance.models.fastsave import insert_save
+from issuance.models.fastsave import insert_instead
 from issuance.pki.encryption import decrypt_text, encrypt_text
 
 
@@ -35,11 +35,7 @@ class Secret(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         # A new Secret (every first issuance writes one): one precompiled INSERT.
-        if (
-            not args
-            and set(kwargs) <= {"force_insert", "using"}
-            and insert_save(self, kwargs.get("using") or DEFAULT_DB_ALIAS)
-        ):
+        if insert_instead(self, args, kwargs):
             return
         super().save(*args, **kwargs)
 
@@ -49,4 +45,7 @@ class Secret(models.Model):
 
     @tls_key.setter
     def tls_key(self, pem: str) -> None:
+        """Store a private key generated here or one that passed `validate_private_key` when
+        it came in: keys read back from here are loaded without OpenSSL's RSA check
+        (`issuance.pki.keys.load_stored_private_key`)."""
         self.tls_key_ciphertext = encrypt_text(pem) if pem else ""

@@ -11,7 +11,8 @@ HEAD only, text/plain, never cached, 404 for unknown tokens.
 The fetches of one token arrive together, so they share one lookup: a fetch that comes
 while a lookup for its token is running waits for that lookup instead of starting one
 (no thread hop, no query). Nothing outlives the lookup, so a token stops answering as soon
-as its row says so.
+as its row says so. While the database cannot be reached, tokens answered lately come from
+memory (issuance.solvers.http01) and others get a 503.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from django.db import close_old_connections
 
+from issuance.availability import DatabaseUnavailable
 from issuance.solvers.http01 import PATH_PREFIX, TOKEN_RE, key_authorization_for
 
 Scope = dict[str, Any]
@@ -81,8 +83,13 @@ class AcmeChallengeApp:
             status, body = 405, b""
             extra.append((b"allow", b"GET, HEAD"))
         else:
-            key = await self.key_for(path.removeprefix(PATH_PREFIX))
-            status, body = (404, b"not found\n") if key is None else (200, key.encode())
+            try:
+                key = await self.key_for(path.removeprefix(PATH_PREFIX))
+            except DatabaseUnavailable:
+                status, body = 503, b"database unavailable\n"
+                extra.append((b"retry-after", b"5"))
+            else:
+                status, body = (404, b"not found\n") if key is None else (200, key.encode())
         headers = [
             (b"content-type", b"text/plain; charset=utf-8"),
             (b"content-length", str(len(body)).encode()),

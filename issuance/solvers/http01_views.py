@@ -15,15 +15,21 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from issuance.availability import DatabaseUnavailable
 from issuance.solvers.http01 import PATH_PREFIX, key_authorization_for
 
 
 def _answer(token: str) -> HttpResponse:
-    key = key_authorization_for(token)
-    if key is None:
-        response = HttpResponse("not found\n", status=404, content_type="text/plain")
+    try:
+        key = key_authorization_for(token)
+    except DatabaseUnavailable:
+        response = HttpResponse("database unavailable\n", status=503, content_type="text/plain")
+        response["Retry-After"] = "5"
     else:
-        response = HttpResponse(key, content_type="text/plain")
+        if key is None:
+            response = HttpResponse("not found\n", status=404, content_type="text/plain")
+        else:
+            response = HttpResponse(key, content_type="text/plain")
     add_never_cache_headers(response)
     return response
 

@@ -5,7 +5,10 @@ the name resolved via SELF_CHECK_NAMESERVERS (else the system resolver), expecti
 authorization. DNS-01: the TXT record at every authoritative nameserver of the zone (found
 by an SOA walk, then NS), or at SELF_CHECK_NAMESERVERS when set (split-horizon, tests).
 
-Each check returns None when it passes, else a short reason an operator can act on.
+Each check returns None when it passes, else a short reason an operator can act on. A
+nameserver that does not answer (down, stopped, unreachable) is named in the reason with
+what happened ("nameserver 10.0.0.53:53 did not answer within 10s"), so the challenge
+shows it; the challenges controller checks again every SELF_CHECK_INTERVAL.
 """
 
 from __future__ import annotations
@@ -36,6 +39,22 @@ class DnsAnswerError(Exception):
     """A nameserver answered with an error code (SERVFAIL, REFUSED, …)."""
 
 
+def describe_dns_error(exc: BaseException, where: str) -> str:
+    """What went wrong asking `where` (a nameserver, or the self-check resolver), in words."""
+    if isinstance(exc, dns.resolver.LifetimeTimeout | dns.exception.Timeout):
+        return f"{where} did not answer within {TIMEOUT:g}s ({type(exc).__name__})"
+    if isinstance(exc, dns.resolver.NoNameservers):
+        return f"{where} gave no usable answer: {exc}"
+    if isinstance(exc, OSError):
+        return f"{where}: {exc.strerror or exc}".rstrip()
+    return f"{where}: {type(exc).__name__}: {exc}"
+
+
+def _servers_text() -> str:
+    configured: list[str] = list(settings.SELF_CHECK_NAMESERVERS)
+    return f"nameserver {', '.join(configured)}" if configured else "the system resolver"
+
+
 def resolver() -> dns.resolver.Resolver:
     """The resolver self-checks use: SELF_CHECK_NAMESERVERS ("host:port", …) or the system's."""
     configured: list[str] = list(settings.SELF_CHECK_NAMESERVERS)
@@ -51,6 +70,10 @@ def resolver() -> dns.resolver.Resolver:
     res.lifetime = TIMEOUT
     res.cache = None
     return res
+
+
+class ResolveError(Exception):
+    """The self-check resolver could not resolve a name (its text says why and where)."""
 
 
 def resolve_addresses(name: str) -> list[str]:
@@ -78,7 +101,12 @@ def _fetch(url: str) -> tuple[int, str, str]:
     host = parts.hostname or ""
     default_port = 443 if parts.scheme == "https" else 80
     port = parts.port or default_port
-    addresses = resolve_addresses(host)
+    try:
+        addresses = resolve_addresses(host)
+    except dns.exception.DNSException as exc:
+        raise ResolveError(
+            f"resolving {host}: {describe_dns_error(exc, _servers_text())}"
+        ) from None
     if not addresses:
         raise OSError(f"no address for {host}")
     conn: http.client.HTTPConnection
@@ -119,6 +147,8 @@ def check_http01(dns_name: str, token: str, expected: str) -> str | None:
                 return f'GET {url}: did not get the expected response: expected "{expected}" but got "{got}"'
             return None
         return f"GET {url}: too many redirects"
+    except ResolveError as exc:
+        return f"GET {url}: {exc}"
     except (OSError, http.client.HTTPException, dns.exception.DNSException) as exc:
         return f"GET {url}: {type(exc).__name__}: {exc}"
 
@@ -147,10 +177,17 @@ def authoritative_nameservers(
     return servers
 
 
+class NameserverError(Exception):
+    """A nameserver asked directly did not answer (its text says which and how)."""
+
+
 def query_txt(fqdn: str, address: str, port: int) -> list[str]:
     """TXT strings at `fqdn` asked directly of one server (TCP when the answer is truncated)."""
     request = dns.message.make_query(fqdn, dns.rdatatype.TXT)
-    response, _ = dns.query.udp_with_fallback(request, address, port=port, timeout=TIMEOUT)
+    try:
+        response, _ = dns.query.udp_with_fallback(request, address, port=port, timeout=TIMEOUT)
+    except (OSError, dns.exception.DNSException) as exc:
+        raise NameserverError(describe_dns_error(exc, f"nameserver {address}:{port}")) from None
     rcode = response.rcode()
     if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
         raise DnsAnswerError(f"{dns.rcode.to_text(rcode)} from {address}:{port}")
@@ -187,6 +224,8 @@ def check_dns01(
                     f"DNS record for {fqdn} not yet propagated: {address}:{port} has {seen}, "
                     f'expected "{value}"'
                 )
-    except (OSError, DnsAnswerError, dns.exception.DNSException) as exc:
-        return f"TXT {fqdn}: {type(exc).__name__}: {exc}"
+    except (NameserverError, DnsAnswerError) as exc:
+        return f"TXT {fqdn}: {exc}"
+    except (OSError, dns.exception.DNSException) as exc:
+        return f"TXT {fqdn}: {describe_dns_error(exc, 'finding its nameservers')}"
     return None

@@ -56,7 +56,7 @@ FIELDS = (
     "isCA",
     "revisionHistoryLimit",
     "encodeUsagesInRequest",
-    "secretExport",  # extension: also write the key pair to a Kubernetes Secret (issue 5)
+    "secretExport",  # extension: also write the key pair to a Kubernetes Secret
 )
 UNSUPPORTED = {
     "keystores": "JKS/PKCS#12 keystores are not produced; the key pair is stored as PEM",
@@ -254,11 +254,19 @@ def validate_certificate_spec(
     if obj is None:
         errors.raise_if_any()
         return {}
+    out: dict[str, Any] = {"secretName": opt_resource_name(obj, "secretName", path, errors) or name}
+    out |= _subject_names(obj, path, errors)
+    out |= _lifetime(obj, path, errors)
+    out |= _issuer(obj, path, errors, issuer_exists)
+    out |= _key_and_usages(obj, path, errors)
+    out |= _options(obj, path, errors)
+    errors.raise_if_any()
+    return out
+
+
+def _subject_names(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    """commonName, the SANs (normalized; at least one of them) and subject."""
     out: dict[str, Any] = {}
-
-    secret_name = opt_resource_name(obj, "secretName", path, errors)
-    out["secretName"] = secret_name or name
-
     common_name = opt_str(obj, "commonName", path, errors, max_len=MAX_COMMON_NAME)
     if common_name:
         out["commonName"] = common_name
@@ -279,9 +287,15 @@ def validate_certificate_spec(
         subject = _subject(obj["subject"], f"{path}.subject", errors)
         if subject:
             out["subject"] = subject
+    return out
 
+
+def _lifetime(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    """duration (default 2160h), and renewBefore (below duration) or renewBeforePercentage."""
     duration = opt_duration(obj, "duration", path, errors)
-    out["duration"] = duration[0] if duration else format_duration(DEFAULT_DURATION)
+    out: dict[str, Any] = {
+        "duration": duration[0] if duration else format_duration(DEFAULT_DURATION)
+    }
     lifetime = duration[1] if duration else DEFAULT_DURATION
     renew_before = opt_duration(obj, "renewBefore", path, errors)
     if renew_before:
@@ -298,13 +312,23 @@ def validate_certificate_spec(
         errors.add(
             f"{path}.renewBeforePercentage", "renewBefore and renewBeforePercentage are exclusive"
         )
+    return out
 
+
+def _issuer(
+    obj: dict[str, Any], path: str, errors: Errors, issuer_exists: IssuerExists | None
+) -> dict[str, Any]:
+    """issuerRef: required, and naming an issuer that exists (unless the lookup is skipped)."""
     if "issuerRef" not in obj:
         errors.add(f"{path}.issuerRef", "is required")
-    else:
-        ref = validate_issuer_ref(obj["issuerRef"], f"{path}.issuerRef", errors, issuer_exists)
-        if ref:
-            out["issuerRef"] = ref
+        return {}
+    ref = validate_issuer_ref(obj["issuerRef"], f"{path}.issuerRef", errors, issuer_exists)
+    return {"issuerRef": ref} if ref else {}
+
+
+def _key_and_usages(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    """privateKey (algorithm, size, rotationPolicy, encoding) and usages."""
+    out: dict[str, Any] = {}
     if "privateKey" in obj:
         private_key = _private_key(obj["privateKey"], f"{path}.privateKey", errors)
         if private_key:
@@ -312,6 +336,12 @@ def validate_certificate_spec(
     usages = validate_usages(obj, path, errors)
     if usages:
         out["usages"] = usages
+    return out
+
+
+def _options(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    """isCA, encodeUsagesInRequest, revisionHistoryLimit and secretExport."""
+    out: dict[str, Any] = {}
     for key in ("isCA", "encodeUsagesInRequest"):
         flag = opt_bool(obj, key, path, errors)
         if flag is not None:
@@ -323,7 +353,6 @@ def validate_certificate_spec(
         export = _secret_export(obj["secretExport"], f"{path}.secretExport", errors)
         if export:
             out["secretExport"] = export
-    errors.raise_if_any()
     return out
 
 
@@ -350,7 +379,21 @@ def apply_certificate_ex(
     check_name(name)
     if create_only and certificate_exists(name):
         raise CertificateExists(name)
-    # The issuer check of validation is the locking lookup itself: one query, not two.
+    normalized, issuer_pk = _validate_and_lock_issuer(name, spec)
+    cert = None
+    if not create_only:
+        cert = Certificate.objects.select_for_update().filter(name=name).first()
+    if cert is None:
+        return _insert_certificate(name, normalized, issuer_pk, actor)
+    if cert.spec == normalized:
+        return Applied(cert, Outcome.UNCHANGED)
+    return _store_changed_spec(cert, normalized, issuer_pk, actor)
+
+
+def _validate_and_lock_issuer(name: str, spec: Any) -> tuple[dict[str, Any], Any]:
+    """The normalized spec and its issuer's primary key, the issuer locked until the
+    transaction ends (see _issuer_lock). The issuer check of validation is the locking
+    lookup itself: one query, not two."""
     issuer_pks: dict[str, Any] = {}
 
     def issuer_exists(issuer_name: str) -> bool:
@@ -362,35 +405,35 @@ def apply_certificate_ex(
     issuer_pk = issuer_pks.get(issuer_name) or lock_issuer_pk(issuer_name)
     if issuer_pk is None:  # only if validation skipped the lookup, which it never does
         raise SpecError([("spec.issuerRef.name", f"unknown issuer {issuer_name!r}")])
-    cert = None
-    if not create_only:
-        cert = Certificate.objects.select_for_update().filter(name=name).first()
-    if cert is None:
-        now = timezone.now()
-        # Due at once, as wake() would leave it (due_at now, wake_seq bumped from 0), but
-        # by the INSERT itself rather than an UPDATE right after it.
-        cert = Certificate(
-            name=name,
-            spec=normalized,
-            issuer_id=issuer_pk,
-            secret_name=normalized["secretName"],
-            due_at=now,
-            wake_seq=1,
-        )
-        cert.refresh_search_text()
-        cert.save()
-        events.record(
-            "Certificate",
-            name,
-            "Created",
-            "Certificate created",
-            actor=actor,
-            certificate_name=name,
-        )
-        transaction.on_commit(notify_workers)
-        return Applied(cert, Outcome.CREATED)
-    if cert.spec == normalized:
-        return Applied(cert, Outcome.UNCHANGED)
+    return normalized, issuer_pk
+
+
+def _insert_certificate(
+    name: str, normalized: dict[str, Any], issuer_pk: Any, actor: str
+) -> Applied[Certificate]:
+    """A new Certificate, due at once, as wake() would leave it (due_at now, wake_seq bumped
+    from 0), but by the INSERT itself rather than an UPDATE right after it."""
+    cert = Certificate(
+        name=name,
+        spec=normalized,
+        issuer_id=issuer_pk,
+        secret_name=normalized["secretName"],
+        due_at=timezone.now(),
+        wake_seq=1,
+    )
+    cert.refresh_search_text()
+    cert.save()
+    events.record(
+        "Certificate", name, "Created", "Certificate created", actor=actor, certificate_name=name
+    )
+    transaction.on_commit(notify_workers)
+    return Applied(cert, Outcome.CREATED)
+
+
+def _store_changed_spec(
+    cert: Certificate, normalized: dict[str, Any], issuer_pk: Any, actor: str
+) -> Applied[Certificate]:
+    """A changed spec: stored with generation + 1, recorded, and the Certificate woken."""
     fields = changed_fields(cert.spec, normalized)
     cert.spec = normalized
     cert.issuer_id = issuer_pk
@@ -402,11 +445,11 @@ def apply_certificate_ex(
     )
     events.record(
         "Certificate",
-        name,
+        cert.name,
         "SpecChanged",
         f"Spec changed ({', '.join(fields)}); generation {cert.generation}",
         actor=actor,
-        certificate_name=name,
+        certificate_name=cert.name,
     )
     wake(cert)
     return Applied(cert, Outcome.CONFIGURED)

@@ -22,11 +22,11 @@ from issuance.approval import spec as approval_spec
 from issuance.models import Issuer, IssuerKind
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import (
-    KeyError_,
+    InvalidPrivateKey,
     generate_private_key,
-    load_private_key,
     private_key_to_pem,
     public_key_bytes,
+    validate_private_key,
 )
 from issuance.pki.signing import sign_csr
 from issuance.pki.x509 import split_pem_chain
@@ -117,9 +117,10 @@ def _inline_ca(
     if not is_ca:
         errors.add(f"{path}.certificate", "is not a CA certificate (basicConstraints CA:TRUE)")
     try:
-        key = load_private_key(key_pem)
-    except (ValueError, TypeError, KeyError_):
-        errors.add(f"{path}.privateKey", "must be an unencrypted PEM RSA, ECDSA or Ed25519 key")
+        # A key from outside: checked in full here, once; stored, it is loaded the fast way.
+        key = validate_private_key(key_pem, f"{path}.privateKey")
+    except InvalidPrivateKey as exc:
+        errors.add(exc.field, exc.reason)
         return None
     if public_key_bytes(key.public_key()) != public_key_bytes(cert.public_key()):  # type: ignore[arg-type]
         errors.add(f"{path}.privateKey", "does not match the certificate's public key")
@@ -253,10 +254,18 @@ def _generate_ca(secret_name: str, common_name: str) -> bool:
 
 
 @transaction.atomic
-def apply_issuer_ex(name: str, spec: Any, *, cluster: bool = False, actor: str) -> Applied[Issuer]:
-    """Create or update an Issuer (or ClusterIssuer) from a spec; nothing is half-stored."""
+def apply_issuer_ex(
+    name: str, spec: Any, *, cluster: bool = False, actor: str, plan: IssuerPlan | None = None
+) -> Applied[Issuer]:
+    """Create or update an Issuer (or ClusterIssuer) from a spec; nothing is half-stored.
+
+    `plan`: what validate_issuer_spec returned for this very spec, when the caller validated
+    it first (`apply -f` checks every document before applying any), so that a private key
+    from outside is checked once, not twice.
+    """
     check_name(name)
-    plan = validate_issuer_spec(name, spec)
+    if plan is None:
+        plan = validate_issuer_spec(name, spec)
     secrets_changed = False
     for write in plan.secrets:
         secrets_changed = store(write) or secrets_changed

@@ -1,4 +1,5 @@
-// Live updates for the console (DESIGN §4): WebSocket messages, partial refresh, countdowns.
+// Live updates for the console (docs/architecture.md, "Live updates"): WebSocket messages,
+// partial refresh, countdowns.
 //
 // The page says what it wants with data attributes (no build step, no framework):
 //   <body data-live-groups="dashboard certificate:web" data-poll-interval="5">
@@ -6,8 +7,12 @@
 //       a message for one of its topics arrives (debounced), or every poll interval while
 //       the WebSocket is unavailable
 //   <time data-countdown="2026-01-01T00:00:00Z">  ticked locally every second
-//   <span id="live-status">  "live" / "reconnecting" / "polling"
+//   <span id="live-status" role="status">  "live" / "reconnecting…" / "live updates paused"
 // Every message is also dispatched as a `live:message` CustomEvent on document.
+//
+// Live updates are paused (and the sections polled) when the socket cannot connect, or when
+// the server says {"type": "paused"} (its channel layer, Redis, is down; the socket stays
+// open). {"type": "resumed"} ends that: polling stops and every section is fetched once.
 (function () {
   "use strict";
 
@@ -25,9 +30,11 @@
   var reconnectTimer = null;
   var pollTimer = null;
   var gaveUp = false;
+  var serverPaused = false; // the server said its channel layer is down
 
   // -- countdowns ----------------------------------------------------------------------
-  // Two most significant units, as the server renders them: "in 59m 58s", "5s ago", "now".
+  // Two most significant units, as the server renders them (issuance/durations.py,
+  // format_span and format_relative: change both together): "in 59m 58s", "5s ago", "now".
   function humanize(seconds) {
     var total = Math.round(Math.abs(seconds));
     var days = Math.floor(total / 86400);
@@ -128,23 +135,25 @@
 
   // -- status indicator -----------------------------------------------------------------
   var statusEl = document.getElementById("live-status");
-  var STATUS_TEXT = { live: "live", reconnecting: "reconnecting…", polling: "polling" };
+  var STATUS_TEXT = { live: "live", reconnecting: "reconnecting…", paused: "live updates paused" };
 
   function setStatus(state) {
     if (!statusEl) return;
+    if (statusEl.getAttribute("data-state") === state) return; // no repeated announcements
     statusEl.setAttribute("data-state", state);
     statusEl.textContent = STATUS_TEXT[state] || state;
     statusEl.title =
       state === "live"
-        ? "Live updates over WebSocket"
-        : state === "polling"
-          ? "WebSocket unavailable: refreshing every " + pollSeconds + " s"
+        ? "Live updates: this page changes as soon as something happens"
+        : state === "paused"
+          ? "Live updates are paused (the server cannot push them right now): this page " +
+            "refreshes every " + pollSeconds + " s, and live updates resume by themselves"
           : "Connection lost: reconnecting";
   }
 
   // -- polling fallback -------------------------------------------------------------------
   function startPolling() {
-    setStatus("polling");
+    setStatus("paused");
     if (pollTimer) return;
     pollTimer = setInterval(function () {
       sections().forEach(refresh);
@@ -178,10 +187,27 @@
       return;
     }
     document.dispatchEvent(new CustomEvent("live:message", { detail: message }));
+    if (message.type === "paused") {
+      serverPaused = true;
+      startPolling();
+      return;
+    }
+    if (message.type === "resumed") {
+      serverPaused = false;
+      goLive();
+      sections().forEach(schedule); // nothing was pushed while paused
+      return;
+    }
+    if (message.type === "subscribed" && !serverPaused) goLive();
     if (!message.group) return; // subscribed / pong / error replies
     sections().forEach(function (el) {
       if (topicsOf(el).indexOf(message.group) !== -1) schedule(el);
     });
+  }
+
+  function goLive() {
+    stopPolling();
+    setStatus("live");
   }
 
   function backoffDelay() {
@@ -207,18 +233,21 @@
     }
     socket.onopen = function () {
       opened = true;
+      serverPaused = false;
       var resync = failures > 0 || pollTimer !== null;
       failures = 0;
-      stopPolling();
-      setStatus("live");
       var topics = wantedTopics();
+      // Live once the server confirms the subscription (it says "paused" instead when it
+      // cannot push); polling goes on until then.
       if (topics.length) socket.send(JSON.stringify({ subscribe: topics }));
+      else goLive();
       // Whatever happened while disconnected was missed: fetch fresh parts once.
       if (resync) sections().forEach(schedule);
     };
     socket.onmessage = onMessage;
     socket.onclose = function (event) {
       socket = null;
+      serverPaused = false;
       if (event.code === CLOSE_UNAUTHENTICATED || event.code === CLOSE_FORBIDDEN) {
         // Signed out or no role: retrying the socket cannot help; polling shows the truth.
         gaveUp = true;
@@ -264,6 +293,7 @@
         connected: !!socket && socket.readyState === 1,
         failures: failures,
         polling: pollTimer !== null,
+        serverPaused: serverPaused,
       };
     },
   };

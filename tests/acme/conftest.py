@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from issuance.acme import ratelimit
+from issuance.acme import health, ratelimit
 from issuance.acme.client import forget_clients
 from tests.acme.fakeca import FakeCA
 
@@ -16,8 +16,10 @@ def ca() -> Iterator[FakeCA]:
     """The scripted ACME server, with no client or CA pause left over from another test."""
     server = FakeCA()
     ratelimit.forget_cache()
+    health.forget()
     forget_clients()
     yield server
     server.stop()
     forget_clients()
     ratelimit.forget_cache()
+    health.forget()

@@ -40,7 +40,7 @@ def _unb64(value: str) -> bytes:
 
 
 class FakeCA:
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.hits: Counter[str] = Counter()
         # Decoded JWS payloads and protected headers of POSTs, per path (last one wins).
         self.payloads: dict[str, Any] = {}
@@ -50,7 +50,7 @@ class FakeCA:
         self.nonces: set[str] = set()
         self.script: dict[str, list[Reply]] = {}
         self.default: dict[str, Reply] = {}
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.base = f"http://127.0.0.1:{self.port}"

@@ -127,19 +127,17 @@ def test_5xx_without_retry_after_is_temporary_and_does_not_pause(ca: FakeCA) -> 
     assert ratelimit.paused_until(ca.directory_url) is None
 
 
-def test_a_hanging_request_times_out_and_is_retried_once(
+def test_a_hanging_request_times_out_once_and_is_not_repeated(
     ca: FakeCA, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Repeating it would hold the thread twice as long against a CA that froze; the CA is
+    recorded unreachable instead (tests/acme/test_health.py)."""
     monkeypatch.setattr(acme_client, "READ_TIMEOUT", 0.3)
     client = make_client(ca)
     ca.on("/order/4", Reply(200, {"status": "ready"}, delay=1.0), Reply(200, {"status": "ready"}))
-    assert client.get_order(f"{ca.base}/order/4")["status"] == "ready"
-    assert ca.hits["/order/4"] == 2
-
-    ca.on("/order/5", *[Reply(200, {"status": "ready"}, delay=1.0)] * 2)
-    with pytest.raises(AcmeTemporaryError, match="timed out"):
-        client.get_order(f"{ca.base}/order/5")
-    assert ca.hits["/order/5"] == 2
+    with pytest.raises(AcmeTemporaryError, match="no answer within"):
+        client.get_order(f"{ca.base}/order/4")
+    assert ca.hits["/order/4"] == 1
 
 
 def test_new_order_is_not_repeated_after_a_read_timeout(

@@ -1,4 +1,4 @@
-"""API test fixtures: a small world of issuers, a certificate with a stored key pair, a CSR."""
+"""API test fixtures: a small world of issuers, a certificate with a stored key pair, a request."""
 
 from __future__ import annotations
 
@@ -7,18 +7,7 @@ from typing import Any
 import pytest
 
 from issuance.models import CertificateRequest, Issuer, Secret
-from issuance.pki.csr import build_csr
-from issuance.pki.keys import generate_private_key
-from tests.factories import make_ca_issuer, make_certificate, make_selfsigned_issuer
-
-CSR_KEY = generate_private_key({"algorithm": "ECDSA", "size": 256})
-
-
-def csr_pem(*names: str, common_name: str = "") -> str:
-    spec: dict[str, Any] = {"dnsNames": list(names) or ["ext.example.test"]}
-    if common_name:
-        spec["commonName"] = common_name
-    return build_csr(CSR_KEY, spec)
+from tests.factories import csr_pem, make_ca_issuer, make_certificate, make_selfsigned_issuer
 
 
 @pytest.fixture
@@ -58,34 +47,3 @@ def counts() -> dict[str, int]:
 def fast_password_hashing(settings: Any) -> None:
     """role_users makes five users per test; PBKDF2 would dominate the run time."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def make_order(
-    request: CertificateRequest, name: str, challenges: int = 2, processing: int = 0
-) -> Any:
-    """An Order with `challenges` Challenges (the first `processing` of them processing)."""
-    from issuance.models import Challenge, Order
-
-    order = Order.objects.create(
-        name=name,
-        request=request,
-        issuer=request.issuer,
-        spec={"request": request.name, "dnsNames": [f"{name}.example.test"]},
-        url=f"https://acme.test/order/{name}",
-        state="pending",
-        authorizations=[{"url": f"https://acme.test/authz/{name}/0"}],
-    )
-    for i in range(challenges):
-        Challenge.objects.create(
-            name=f"{name}-{i}",
-            order=order,
-            issuer=request.issuer,
-            dns_name=f"{name}-{i}.example.test",
-            type="http-01",
-            authorization_url=f"https://acme.test/authz/{name}/{i}",
-            token=f"tok-{name}-{i}",
-            spec={"dnsName": f"{name}-{i}.example.test", "type": "http-01", "token": f"t{i}"},
-            processing=i < processing,
-            state="pending" if i < processing else "",
-        )
-    return order

@@ -1,4 +1,4 @@
-"""Bad input (issue 2, item 9): a 4xx naming the field, and nothing stored."""
+"""Bad input: a 4xx naming the field, and nothing stored."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from cryptography.x509 import load_pem_x509_csr
 from django.conf import settings
 
 from issuance.models import Certificate
-from tests.api.conftest import counts, csr_pem
+from tests.api.conftest import counts
+from tests.factories import csr_pem
 
 
 @pytest.fixture

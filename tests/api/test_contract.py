@@ -23,7 +23,8 @@ from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr
 from issuance.specs.secrets import read_secret_value
-from tests.api.conftest import counts, csr_pem, make_order
+from tests.api.conftest import counts
+from tests.factories import csr_pem, make_order
 
 CERT_STATUS_KEYS = {
     "state",
@@ -39,6 +40,7 @@ CERT_STATUS_KEYS = {
     "renewRequestedAt",
     "renewRequestedBy",
     "lastError",
+    "caUnreachable",
 }
 
 
@@ -326,7 +328,7 @@ def test_private_keys_never_in_list_or_detail(
     eab = acme.json()["spec"]["acme"]["externalAccountBinding"]
     assert eab == {"keyID": "kid-1", "keySecretRef": {"name": "acme-eab", "key": "secret"}}
     assert read_secret_value("acme-eab", "secret") == hmac
-    order = make_order(world["ext"], "order-1")
+    order = make_order(world["ext"], "order-1", challenges=2)
     urls = [
         "/api/v1/issuers/",
         "/api/v1/issuers/inline/",

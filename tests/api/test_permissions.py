@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from issuance.models import Certificate, CertificateRequest, Event, Issuer
-from tests.api.conftest import csr_pem
+from tests.factories import csr_pem
 
 ROLES = ("viewer", "operator", "approver", "admin", "nobody", "anonymous")
 OPERATORS = {"operator", "admin"}

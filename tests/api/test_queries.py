@@ -10,8 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from issuance.models import CertificateRequest, Event
-from tests.api.conftest import csr_pem, make_order
-from tests.factories import make_certificate, make_selfsigned_issuer
+from tests.factories import csr_pem, make_certificate, make_order, make_selfsigned_issuer
 
 LIST_URLS = [
     "/api/v1/issuers/",

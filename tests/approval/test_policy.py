@@ -9,12 +9,10 @@ from django.utils import timezone
 
 from issuance import approval
 from issuance.models import Approval, CertificateRequest, Event, Issuer, RequestState
-from issuance.pki.csr import build_csr
-from issuance.pki.keys import generate_private_key
 from issuance.specs.errors import SpecError
 from issuance.specs.issuer import validate_issuer_spec
-from issuance.worker import Worker
-from tests.factories import make_ca_issuer, make_certificate
+from tests.factories import csr_pem, make_ca_issuer, make_certificate
+from tests.helpers import drain
 
 pytestmark = pytest.mark.django_db
 NODE = "system:node:node-1"
@@ -47,10 +45,8 @@ def external(
     source: str = "bootstrap",
     **spec: Any,
 ) -> CertificateRequest:
-    key = generate_private_key({"algorithm": "ECDSA", "size": 256})
-    pem = build_csr(key, {"commonName": cn, "dnsNames": list(dns), "ipAddresses": list(ips)})
     full = {
-        "request": pem,
+        "request": csr_pem(*dns, common_name=cn, ip_addresses=ips),
         "issuerRef": {"name": issuer.name},
         "signerName": "example.com/serving",
         "expirationSeconds": 3600,
@@ -161,7 +157,7 @@ def test_worker_approves_signs_and_denies_by_policy() -> None:
     good = external(issuer, name="good")
     bad = external(issuer, name="bad", dns=("db-1.example.test",))
     person = external(issuer, name="person", ips=("192.168.0.9",))
-    Worker(threads=1).run_once()
+    drain()
     for cr in (good, bad, person):
         cr.refresh_from_db()
     assert (good.approval, good.state) == (Approval.APPROVED, RequestState.ISSUED)

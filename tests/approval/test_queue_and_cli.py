@@ -11,8 +11,8 @@ from django.test import Client
 from django.utils import timezone
 
 from issuance.models import Approval, Event
-from issuance.worker import Worker
 from tests.approval.test_policy import RULES, external, issuer_with
+from tests.helpers import drain
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def test_queue_page_shows_each_check_and_the_failing_one(role_users: dict) -> None:
     issuer = issuer_with({"rules": RULES})
     external(issuer, name="node-2-serving", cn="system:node:node-2")
-    Worker(threads=1).run_once()
+    drain()
     client = Client()
     client.force_login(role_users["approver"])
     page = client.get("/requests/").content.decode()
@@ -37,7 +37,7 @@ def test_certctl_decides_for_every_source(source: str) -> None:
     issuer = issuer_with({"autoApprove": "none"})
     ok = external(issuer, name=f"ok-{source}", source=source)
     no = external(issuer, name=f"no-{source}", source=source)
-    Worker(threads=1).run_once()
+    drain()
     before = timezone.now()
     call_command(
         "certctl", "approve", ok.name, "--reason", "Known", "--as", "erin", stdout=StringIO()
@@ -66,7 +66,7 @@ def test_certctl_decides_for_every_source(source: str) -> None:
 def test_api_shows_the_policy_verdict(role_users: dict, api_client_for: Any) -> None:
     issuer = issuer_with({"rules": RULES})
     external(issuer, name="node-3-serving", ips=("192.168.7.7",))
-    Worker(threads=1).run_once()
+    drain()
     body = api_client_for(role_users["viewer"]).get("/api/v1/certificaterequests/node-3-serving/")
     verdict = body.json()["status"]["policyChecks"]
     assert verdict["outcome"] == "pending"

@@ -99,14 +99,9 @@ def sync_orm_beside_playwright(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def role_groups(sync_orm_beside_playwright: None, transactional_db: Any) -> None:
-    """Transactional tests flush the tables between tests, the migration's groups included."""
-    from django.contrib.auth.models import Group
-
-    from issuance.roles import ROLES
-
-    for role in ROLES:
-        Group.objects.get_or_create(name=role)
+def committed(sync_orm_beside_playwright: None, transactional_db: Any) -> None:
+    """The server process must see what a test writes: every browser test commits (a
+    transactional test). Role groups are made by the user builders (tests/factories.py)."""
 
 
 @pytest.fixture
@@ -125,16 +120,16 @@ def start_server(
         ARTIFACTS.mkdir(exist_ok=True)
         log = ARTIFACTS / f"serve-{request.node.name}.log"
         child_env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
-        child_env.update(
-            DATABASE_URL=_database_url(),
-            DEBUG="0",
-            SECRET_KEY=settings.SECRET_KEY,
-            KEY_ENCRYPTION_KEY=settings.KEY_ENCRYPTION_KEY,
-            ALLOWED_HOSTS="127.0.0.1,localhost",
-            WORKER_THREADS="2",
-            REDIS_URL="",
-            **(env or {}),
-        )
+        defaults = {
+            "DATABASE_URL": _database_url(),
+            "DEBUG": "0",
+            "SECRET_KEY": settings.SECRET_KEY,
+            "KEY_ENCRYPTION_KEY": settings.KEY_ENCRYPTION_KEY,
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "WORKER_THREADS": "2",
+            "REDIS_URL": "",
+        }
+        child_env.update({**defaults, **(env or {})})  # `env` may override any of these
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],

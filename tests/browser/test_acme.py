@@ -16,8 +16,9 @@ from django.contrib.auth.models import User
 
 from issuance.models import Certificate, Challenge, Order
 from issuance.specs.issuer import apply_issuer
-from tests.browser.test_console import login, wait_for_db
+from tests.browser.test_console import login
 from tests.e2e.servers import ChallTestSrv, PebbleServer, free_port, pebble_stack
+from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -99,4 +100,4 @@ def test_acme_certificate_live(
     assert page.locator("td", has_text="www.acme-web.example.test").count() == 1
     page.goto("/orders/")
     assert order.name in page.locator("table").inner_text()
-    wait_for_db(lambda: not Challenge.objects.filter(processing=True).exists())
+    wait_for(lambda: not Challenge.objects.filter(processing=True).exists(), 30, "slots freed")

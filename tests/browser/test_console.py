@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -15,6 +14,7 @@ from django.utils import timezone
 from issuance.models import AcmeServer, Approval, Certificate, CertificateRequest, Event, Issuer
 from issuance.specs.certificate import apply_certificate
 from issuance.specs.issuer import apply_issuer
+from tests.helpers import wait_for
 from tests.web.builders import backoff_certificate
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -29,15 +29,6 @@ def login(page: Any, username: str) -> None:
     page.fill("input[name=password]", "pw-" + username)
     page.click("button[type=submit]")
     page.wait_for_url(re.compile(r"/$"))
-
-
-def wait_for_db(check: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not reached in the database")
 
 
 @pytest.fixture(autouse=True)
@@ -135,7 +126,7 @@ def test_certificate_lifecycle_live(
         ".filter(e => e.textContent.trim() === 'Issuing').length >= 2",
         timeout=45_000,
     )
-    wait_for_db(lambda: Certificate.objects.get(name="shop").revision == 2, timeout=45)
+    wait_for(lambda: Certificate.objects.get(name="shop").revision == 2, 45, "revision 2")
     page.locator("#certificate-status dd", has_text=re.compile(r"^2$")).wait_for(timeout=15_000)
     assert page.evaluate("window.__sameDocument") is True
     page.locator("#certificate-chain", has_text="shop-2").wait_for(timeout=15_000)
@@ -156,8 +147,8 @@ def test_approve_from_queue_and_issuing_while_waiting(
         },
         actor="test",
     )
-    wait_for_db(
-        lambda: CertificateRequest.objects.filter(certificate__name="vault").exists(), timeout=45
+    wait_for(
+        lambda: CertificateRequest.objects.filter(certificate__name="vault").exists(), 45, "request"
     )
 
     operator = new_page()
@@ -218,8 +209,8 @@ def test_viewer_sees_no_action_buttons(
         },
         actor="test",
     )
-    wait_for_db(
-        lambda: CertificateRequest.objects.filter(certificate__name="vault").exists(), timeout=45
+    wait_for(
+        lambda: CertificateRequest.objects.filter(certificate__name="vault").exists(), 45, "request"
     )
     page = new_page()
     login(page, "viewer")

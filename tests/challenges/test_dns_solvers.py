@@ -25,8 +25,8 @@ from issuance.solvers.rfc2136 import Rfc2136Solver, load_config
 from issuance.solvers.selfcheck import authoritative_nameservers, check_dns01
 from issuance.solvers.webhook import WebhookSolver
 from issuance.specs.secrets import OPAQUE, SecretWrite, store
-from tests.challenges.builders import make_acme_issuer, make_challenge, make_order
 from tests.e2e.bind9 import Bind9Server, bind9_server, start_webhook_provider
+from tests.factories import make_acme_issuer, make_challenge, make_order
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db]
 

@@ -26,8 +26,8 @@ from issuance.controllers import challenges as controller
 from issuance.management.commands.http01_solver import make_server
 from issuance.models import Event
 from issuance.solvers.selfcheck import check_http01
-from tests.challenges.builders import make_acme_issuer, make_challenge, make_order
 from tests.e2e.servers import free_port, wait_for_tcp
+from tests.factories import make_acme_issuer, make_challenge, make_order
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 
 from issuance.models import Challenge, Order
-from tests.challenges.builders import make_acme_issuer, make_challenge, make_order
+from tests.factories import make_acme_issuer, make_challenge, make_order
 from tests.webserver import uvicorn_on_test_database
 
 # The uvicorn process reads the test database, so rows must be committed.

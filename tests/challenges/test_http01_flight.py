@@ -21,7 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from issuance.models import Challenge, Order
 from issuance.solvers import http01
 from issuance.solvers.http01 import key_authorization_for
-from tests.challenges.builders import make_acme_issuer, make_challenge, make_order
+from tests.factories import make_acme_issuer, make_challenge, make_order
 
 
 @pytest.fixture

@@ -12,13 +12,8 @@ from issuance.controllers import certificaterequests, certificates
 from issuance.controllers.base import Result
 from issuance.models import Certificate, CertificateRequest, Issuer
 from issuance.pki.csr import parse_csr
-from issuance.pki.keys import load_private_key, public_key_bytes
+from issuance.pki.keys import public_key_bytes, validate_private_key
 from issuance.wakeup import wake
-from issuance.worker import Worker
-
-
-def drain() -> int:
-    return Worker(threads=1).run_once()
 
 
 def step(cert: Certificate) -> Result:
@@ -87,4 +82,4 @@ def csr_key_der(request: CertificateRequest) -> bytes:
 
 
 def key_der(pem: str) -> bytes:
-    return public_key_bytes(load_private_key(pem).public_key())
+    return public_key_bytes(validate_private_key(pem, "test").public_key())

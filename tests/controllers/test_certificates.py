@@ -24,7 +24,6 @@ from tests.controllers.helpers import (
     change_spec,
     csr_key_der,
     deny_latest,
-    drain,
     key_der,
     latest_request,
     manual_issuer,
@@ -33,6 +32,7 @@ from tests.controllers.helpers import (
     step,
 )
 from tests.factories import make_ca_issuer, make_certificate, make_selfsigned_issuer
+from tests.helpers import drain
 
 pytestmark = pytest.mark.django_db
 EC = {"algorithm": "ECDSA", "size": 256}

@@ -18,16 +18,12 @@ from issuance.models import (
     RequestState,
     Secret,
 )
-from issuance.pki.keys import load_private_key, public_key_bytes
+from issuance.pki.keys import public_key_bytes, validate_private_key
 from issuance.pki.x509 import cert_info, split_pem_chain
-from issuance.worker import Worker
 from tests.factories import make_ca_issuer, make_certificate, make_selfsigned_issuer
+from tests.helpers import drain
 
 pytestmark = pytest.mark.django_db
-
-
-def drain() -> int:
-    return Worker(threads=1).run_once()
 
 
 def test_selfsigned_certificate_becomes_ready() -> None:
@@ -44,7 +40,7 @@ def test_selfsigned_certificate_becomes_ready() -> None:
     info = cert_info(secret.tls_crt)
     assert info.dns_names == ["web.example.test"]
     assert info.key_algorithm == "ECDSA"
-    key = load_private_key(secret.tls_key)
+    key = validate_private_key(secret.tls_key, "tls.key")
     assert public_key_bytes(key.public_key()) == info.public_key_der
     assert info.issuer == info.subject  # self-signed
     assert cert.not_after == info.not_after

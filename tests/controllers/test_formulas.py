@@ -1,4 +1,4 @@
-"""Renewal time and issuance backoff formulas (DESIGN §3, seed 004)."""
+"""Renewal time and issuance backoff formulas."""
 
 from __future__ import annotations
 

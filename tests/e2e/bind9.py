@@ -20,7 +20,7 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -210,7 +210,13 @@ def _webhook_update(bind: Bind9Server, action: str, fqdn: str, value: str) -> in
     return 200 if response.rcode() == dns.rcode.NOERROR else 502
 
 
-def start_webhook_provider(bind: Bind9Server, fail_with: int | None = None) -> WebhookProvider:
+def start_webhook_provider(
+    bind: Bind9Server,
+    fail_with: int | None = None,
+    after: Callable[[str, int], None] | None = None,
+) -> WebhookProvider:
+    """`fail_with`: answer every call with this status instead; `after(action, status)`:
+    called after each update (a test's hook, e.g. to stop BIND9 once a record is in)."""
     calls: list[dict[str, Any]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -218,9 +224,12 @@ def start_webhook_provider(bind: Bind9Server, fail_with: int | None = None) -> W
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             calls.append(body)
+            action = str(body.get("action"))
             status = fail_with or _webhook_update(
-                bind, str(body.get("action")), str(body.get("fqdn")), str(body.get("value"))
+                bind, action, str(body.get("fqdn")), str(body.get("value"))
             )
+            if after is not None:
+                after(action, status)
             payload = b'{"ok": true}' if status == 200 else b'{"error": "update failed"}'
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -70,13 +70,12 @@ def test_worker_process_sigkilled_after_new_order_finishes_without_a_second_orde
         "SECRET_KEY": "e2e-secret",
         "SELF_CHECK_NAMESERVERS": stack.dns.dns_address,
         "HTTP01_SELF_CHECK_PORT": str(stack.http_port),
-        "WORKER_LEASE": "3",
         "WORKER_THREADS": "2",
     }
     make_certificate("killed", issuer, dnsNames=["killed.example.test"], privateKey=ECDSA)
     crashing = manage_py(
         stack.workdir,
-        ["reconcile"],
+        ["reconcile", "--worker-id", "crashing"],
         {**env, "ISSUANCE_CRASH_AT": "order-after-new-order", "ISSUANCE_CRASH_MODE": "kill"},
         name="worker-crash",
     )
@@ -84,6 +83,7 @@ def test_worker_process_sigkilled_after_new_order_finishes_without_a_second_orde
         assert crashing.popen.wait(60) == -9, crashing.log()
     finally:
         crashing.stop()
+    killed = time.monotonic()
     order = Order.objects.get(request__certificate__name="killed")
     assert order.url == ""
     assert order.create_attempted_at is not None
@@ -91,10 +91,15 @@ def test_worker_process_sigkilled_after_new_order_finishes_without_a_second_orde
     client = client_for(issuer)
     assert len(client.list_orders()) == 1
 
+    # Restarted at once, with the default lease: the dead worker's order is taken over
+    # within 30 s of its death.
     worker = manage_py(stack.workdir, ["reconcile"], env, name="worker")
+    resumed: float | None = None
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
+            if resumed is None and not Order.objects.filter(lease_owner="crashing").exists():
+                resumed = time.monotonic() - killed
             if Certificate.objects.get(name="killed").condition_is("Ready"):
                 break
             assert worker.alive(), worker.log()
@@ -103,6 +108,7 @@ def test_worker_process_sigkilled_after_new_order_finishes_without_a_second_orde
             raise AssertionError("not Ready after the restart:\n" + worker.log()[-3000:])
     finally:
         worker.stop()
+    assert resumed is not None and resumed <= 30, resumed
     order.refresh_from_db()
     assert client.list_orders() == [order.url]
     assert Event.objects.filter(kind="Order", name=order.name, reason="OrderRecovered").exists()

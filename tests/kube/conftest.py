@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import base64
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,8 @@ from kubernetes import client as k8s
 from issuance.kube import config, connector, writeback
 from issuance.kube.client import KubeApi
 from issuance.kube.connector import Connector
-from issuance.pki.csr import build_csr
-from issuance.pki.keys import generate_private_key
+from tests.factories import csr_pem
+from tests.helpers import wait_for
 from tests.kube.cluster import Cluster, apiserver_binary, etcd_binary, start_cluster
 
 NODE_TOKEN = "node1-" + uuid.uuid4().hex
@@ -106,18 +105,13 @@ def node_api(kube_env: Cluster) -> Any:
     return k8s.CertificatesV1Api(k8s.ApiClient(cfg))
 
 
-def make_csr_pem(
-    common_name: str, dns: list[str] | None = None, ips: list[str] | None = None
-) -> str:
-    key = generate_private_key({"algorithm": "ECDSA", "size": 256})
-    return build_csr(
-        key,
-        {
-            "commonName": common_name,
-            "dnsNames": dns or [],
-            "ipAddresses": ips or [],
-            "subject": {"organizations": ["system:nodes"]},
-        },
+def node_csr_pem(common_name: str, *dns_names: str, ip_addresses: Sequence[str] = ()) -> str:
+    """A kubelet's CSR: organization system:nodes."""
+    return csr_pem(
+        *dns_names,
+        common_name=common_name,
+        ip_addresses=ip_addresses,
+        organizations=["system:nodes"],
     )
 
 
@@ -134,17 +128,14 @@ def csr_body(name: str, signer: str, pem: str, usages: list[str] | None = None) 
     }
 
 
-def wait_for(
+def sync_until(
     check: Callable[[], Any], conn: Connector | None = None, timeout: float = 30, what: str = ""
 ) -> Any:
     """Run connector passes until `check()` is truthy (no fixed sleeps for the outcome)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def synced() -> Any:
         if conn is not None:
             conn.sync()
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
-        time.sleep(0.1)
+        return check()
+
+    return wait_for(synced, timeout, what or repr(check))

@@ -17,16 +17,12 @@ from issuance.kube.connector import Connector
 from issuance.kube.mirror import decision_of
 from issuance.models import Approval, CertificateRequest, Event, KubeCSR, RequestState, Secret
 from issuance.pki.x509 import split_pem_chain
-from issuance.worker import Worker
 from tests.factories import make_ca_issuer
+from tests.helpers import drain
 from tests.kube.cluster import Cluster
-from tests.kube.conftest import NODE_USER, csr_body, make_csr_pem, wait_for
+from tests.kube.conftest import NODE_USER, csr_body, node_csr_pem, sync_until
 
 pytestmark = [pytest.mark.kube, pytest.mark.django_db]
-
-
-def drain() -> int:
-    return Worker(threads=1).run_once()
 
 
 def mirrored(name: str) -> KubeCSR | None:
@@ -35,7 +31,7 @@ def mirrored(name: str) -> KubeCSR | None:
 
 def submit_as_node(node_api: Any, signer: str, name: str | None = None) -> str:
     name = name or f"node-1-{uuid.uuid4().hex[:6]}"
-    pem = make_csr_pem(NODE_USER, dns=["node-1.example.test"], ips=["10.0.0.5"])
+    pem = node_csr_pem(NODE_USER, "node-1.example.test", ip_addresses=["10.0.0.5"])
     node_api.create_certificate_signing_request(csr_body(name, signer, pem))
     return name
 
@@ -50,7 +46,7 @@ def test_csr_from_the_cluster_shows_up_in_the_approval_queue(
 ) -> None:
     make_ca_issuer("kube-ca", "kube-ca-secret", maxDuration="24h")
     name = submit_as_node(node_api, signer_name)
-    row = wait_for(lambda: mirrored(name), kconn, what="CSR mirrored")
+    row = sync_until(lambda: mirrored(name), kconn, what="CSR mirrored")
     cr = row.request
     assert cr.source == "kubernetes"
     assert cr.requester == NODE_USER
@@ -65,16 +61,16 @@ def test_csr_from_the_cluster_shows_up_in_the_approval_queue(
     assert row.resource_version == kapi.read_csr(name)["metadata"]["resourceVersion"]
     # Idempotent: passes and a full re-list do not mirror it twice.
     kconn.watcher.request_relist()
-    wait_for(lambda: kconn.watcher.lists >= 2, kconn, what="re-list")
+    sync_until(lambda: kconn.watcher.lists >= 2, kconn, what="re-list")
     assert KubeCSR.objects.filter(uid=row.uid).count() == 1
     assert CertificateRequest.objects.filter(source="kubernetes").count() == 1
     # Not mirrored: a signer nobody mapped (kube-controller-manager's business).
     other = f"other-{uuid.uuid4().hex[:6]}"
     created = node_api.create_certificate_signing_request(
-        csr_body(other, "example.org/unmapped", make_csr_pem(NODE_USER))
+        csr_body(other, "example.org/unmapped", node_csr_pem(NODE_USER))
     )
     seen = int(created.metadata.resource_version)
-    wait_for(lambda: int(kconn.watcher.resource_version or 0) >= seen, kconn, what="watched")
+    sync_until(lambda: int(kconn.watcher.resource_version or 0) >= seen, kconn, what="watched")
     kconn.sync()
     assert mirrored(other) is None
     # The person's view: the approval queue shows it with the policy's reason.
@@ -89,10 +85,10 @@ def test_approve_in_console_is_written_back_and_signed(
 ) -> None:
     issuer = make_ca_issuer("kube-ca", "kube-ca-secret", maxDuration="48h")
     name = submit_as_node(node_api, signer_name)
-    cr = wait_for(lambda: mirrored(name), kconn).request
+    cr = sync_until(lambda: mirrored(name), kconn).request
     drain()
     actions.approve(cr, "alice", "LooksRight", "node-1 is ours")
-    wait_for(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved on the CSR")
+    sync_until(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved on the CSR")
     cond = conditions(kapi, name)["Approved"]
     assert cond["status"] == "True"
     assert cond["reason"] == "LooksRight"
@@ -102,7 +98,7 @@ def test_approve_in_console_is_written_back_and_signed(
     drain()
     cr.refresh_from_db()
     assert cr.state == RequestState.ISSUED
-    status = wait_for(
+    status = sync_until(
         lambda: (kapi.read_csr(name).get("status") or {}).get("certificate"), kconn, what="cert"
     )
     pem = base64.b64decode(status).decode()
@@ -128,9 +124,9 @@ def test_deny_in_console_is_written_back(
 ) -> None:
     make_ca_issuer("kube-ca", "kube-ca-secret")
     name = submit_as_node(node_api, signer_name)
-    cr = wait_for(lambda: mirrored(name), kconn).request
+    cr = sync_until(lambda: mirrored(name), kconn).request
     actions.deny(cr, "bob", "UnknownNode", "no such node")
-    wait_for(lambda: "Denied" in conditions(kapi, name), kconn, what="Denied on the CSR")
+    sync_until(lambda: "Denied" in conditions(kapi, name), kconn, what="Denied on the CSR")
     cond = conditions(kapi, name)["Denied"]
     assert (cond["status"], cond["reason"]) == ("True", "UnknownNode")
     assert "bob" in cond["message"]
@@ -147,18 +143,20 @@ def test_decision_made_in_the_cluster_is_carried_over(
 ) -> None:
     make_ca_issuer("kube-ca", "kube-ca-secret")
     name = submit_as_node(node_api, signer_name)
-    cr = wait_for(lambda: mirrored(name), kconn).request
+    cr = sync_until(lambda: mirrored(name), kconn).request
     obj = kapi.read_csr(name)
     obj.setdefault("status", {})["conditions"] = [
         {"type": "Approved", "status": "True", "reason": "KubectlApprove", "message": "ok"}
     ]
     kapi.replace_csr_approval(name, obj)  # what `kubectl certificate approve` does
-    wait_for(lambda: CertificateRequest.objects.get(pk=cr.pk).approval == Approval.APPROVED, kconn)
+    sync_until(
+        lambda: CertificateRequest.objects.get(pk=cr.pk).approval == Approval.APPROVED, kconn
+    )
     cr.refresh_from_db()
     assert cr.decided_by == "kubernetes"
     assert cr.get_condition("Approved")["reason"] == "KubectlApprove"
     drain()
-    wait_for(lambda: (kapi.read_csr(name).get("status") or {}).get("certificate"), kconn)
+    sync_until(lambda: (kapi.read_csr(name).get("status") or {}).get("certificate"), kconn)
 
 
 def test_policy_rules_approve_a_node_csr_automatically(
@@ -176,12 +174,12 @@ def test_policy_rules_approve_a_node_csr_automatically(
     }
     issuer.save()
     name = submit_as_node(node_api, signer_name)
-    cr = wait_for(lambda: mirrored(name), kconn).request
+    cr = sync_until(lambda: mirrored(name), kconn).request
     drain()
     cr.refresh_from_db()
     assert cr.approval == Approval.APPROVED and cr.decided_by == "policy"
     assert [c["passed"] for c in cr.policy_checks["checks"]] == [True] * 5
-    wait_for(lambda: (kapi.read_csr(name).get("status") or {}).get("certificate"), kconn)
+    sync_until(lambda: (kapi.read_csr(name).get("status") or {}).get("certificate"), kconn)
     assert conditions(kapi, name)["Approved"]["reason"] == "AutoApproved"
 
 
@@ -190,7 +188,7 @@ def test_stale_write_gets_409_and_is_retried(
 ) -> None:
     make_ca_issuer("kube-ca", "kube-ca-secret")
     name = submit_as_node(node_api, signer_name)
-    cr = wait_for(lambda: mirrored(name), kconn).request
+    cr = sync_until(lambda: mirrored(name), kconn).request
     meddled: list[str] = []
 
     def meddle(csr_name: str, obj: dict[str, Any]) -> None:
@@ -203,7 +201,7 @@ def test_stale_write_gets_409_and_is_retried(
 
     writeback.BEFORE_WRITE = meddle
     actions.approve(cr, "carol")
-    wait_for(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved after 409")
+    sync_until(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved after 409")
     assert meddled, "the write was not intercepted"
     assert kconn.conflicts >= 1
     obj = kapi.read_csr(name)
@@ -219,11 +217,11 @@ def test_connector_survives_apiserver_restart_and_broken_watch(
 ) -> None:
     make_ca_issuer("kube-ca", "kube-ca-secret")
     first = submit_as_node(node_api, signer_name)
-    wait_for(lambda: mirrored(first), kconn)
+    sync_until(lambda: mirrored(first), kconn)
     watches = kconn.watcher.watches
     kube_env.restart_apiserver()  # SIGKILL: the open watch breaks mid-stream
     second = submit_as_node(node_api, signer_name)
-    wait_for(lambda: mirrored(second), kconn, timeout=60, what="CSR after restart mirrored")
+    sync_until(lambda: mirrored(second), kconn, timeout=60, what="CSR after restart mirrored")
     assert kconn.watcher.watches > watches  # it reconnected
     # A resourceVersion the server no longer has: 410 Gone -> list again, nothing lost.
     lists = kconn.watcher.lists
@@ -232,7 +230,7 @@ def test_connector_survives_apiserver_restart_and_broken_watch(
     kconn.watcher.resource_version = "1"
     kconn.watcher.start()
     third = submit_as_node(node_api, signer_name)
-    wait_for(lambda: mirrored(third), kconn, timeout=60, what="CSR after 410 mirrored")
+    sync_until(lambda: mirrored(third), kconn, timeout=60, what="CSR after 410 mirrored")
     assert kconn.watcher.lists > lists
     assert KubeCSR.objects.count() == 3
 
@@ -242,9 +240,9 @@ def test_deleted_csr_leaves_the_queue(
 ) -> None:
     make_ca_issuer("kube-ca", "kube-ca-secret")
     name = submit_as_node(node_api, signer_name)
-    cr = wait_for(lambda: mirrored(name), kconn).request
+    cr = sync_until(lambda: mirrored(name), kconn).request
     kapi.certs.delete_certificate_signing_request(name)
-    wait_for(lambda: CertificateRequest.objects.get(pk=cr.pk).approval == Approval.DENIED, kconn)
+    sync_until(lambda: CertificateRequest.objects.get(pk=cr.pk).approval == Approval.DENIED, kconn)
     cr.refresh_from_db()
     assert cr.get_condition("Denied")["reason"] == "CSRDeleted"
     assert KubeCSR.objects.get(request=cr).deleted
@@ -261,7 +259,7 @@ def test_secret_export_writes_tls_secret_per_revision(kconn: Connector, kapi: Ku
     drain()
     cert.refresh_from_db()
     assert cert.revision == 1
-    wait_for(lambda: _secret(kapi, secret_name), kconn, what="Secret exported")
+    sync_until(lambda: _secret(kapi, secret_name), kconn, what="Secret exported")
     first = _secret(kapi, secret_name)
     stored = Secret.objects.get(name=cert.secret_name)
     assert first["type"] == "kubernetes.io/tls"
@@ -274,7 +272,7 @@ def test_secret_export_writes_tls_secret_per_revision(kconn: Connector, kapi: Ku
     drain()
     cert.refresh_from_db()
     assert cert.revision == 2
-    wait_for(
+    sync_until(
         lambda: (
             _b64(_secret(kapi, secret_name)["data"]["tls.crt"])
             == Secret.objects.get(name=cert.secret_name).tls_crt
@@ -310,11 +308,11 @@ def test_certctl_approve_reaches_the_cluster(
 
     make_ca_issuer("kube-ca", "kube-ca-secret")
     name = submit_as_node(node_api, signer_name)
-    cr = wait_for(lambda: mirrored(name), kconn).request
+    cr = sync_until(lambda: mirrored(name), kconn).request
     call_command(
         "certctl", "approve", cr.name, "--reason", "CliOK", "--as", "frank", stdout=StringIO()
     )
-    wait_for(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved via certctl")
+    sync_until(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved via certctl")
     cond = conditions(kapi, name)["Approved"]
     assert cond["reason"] == "CliOK" and "frank" in cond["message"]
 
@@ -329,7 +327,9 @@ def test_secret_export_failure_is_reported_and_backed_off(kconn: Connector, kapi
     namespace = f"missing-{uuid.uuid4().hex[:6]}"
     cert = make_certificate("api", issuer, secretExport={"namespace": namespace, "name": "api-tls"})
     drain()
-    wait_for(lambda: SecretExport.objects.filter(certificate=cert, attempts__gte=1).exists(), kconn)
+    sync_until(
+        lambda: SecretExport.objects.filter(certificate=cert, attempts__gte=1).exists(), kconn
+    )
     record = SecretExport.objects.get(certificate=cert)
     assert record.exported_revision is None
     assert record.last_error.startswith("404")
@@ -339,7 +339,7 @@ def test_secret_export_failure_is_reported_and_backed_off(kconn: Connector, kapi
     # Once the namespace exists, the next attempt (after the backoff) succeeds.
     kapi.core.create_namespace({"metadata": {"name": namespace}})
     SecretExport.objects.filter(pk=record.pk).update(next_attempt_at=timezone.now())
-    wait_for(lambda: _secret_in(kapi, namespace, "api-tls"), kconn, what="exported after fix")
+    sync_until(lambda: _secret_in(kapi, namespace, "api-tls"), kconn, what="exported after fix")
     record.refresh_from_db()
     assert record.exported_revision == 1 and record.last_error == ""
 
@@ -360,7 +360,7 @@ def test_web_console_approve_reaches_the_cluster(
 
     make_ca_issuer("kube-ca", "kube-ca-secret")
     name = submit_as_node(node_api, signer_name)
-    cr = wait_for(lambda: mirrored(name), kconn).request
+    cr = sync_until(lambda: mirrored(name), kconn).request
     drain()
     browser = Client()
     browser.force_login(role_users["approver"])
@@ -369,8 +369,8 @@ def test_web_console_approve_reaches_the_cluster(
         f"/requests/{cr.name}/approve/", {"reason": "WebOK", "message": "checked the node"}
     )
     assert response.status_code == 302
-    wait_for(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved via the web")
+    sync_until(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved via the web")
     cond = conditions(kapi, name)["Approved"]
     assert cond["reason"] == "WebOK" and "approver" in cond["message"]
     drain()
-    wait_for(lambda: (kapi.read_csr(name).get("status") or {}).get("certificate"), kconn)
+    sync_until(lambda: (kapi.read_csr(name).get("status") or {}).get("certificate"), kconn)

@@ -11,7 +11,8 @@ import pytest
 from issuance.kube.mirror import decision_of, observe, request_name
 from issuance.models import Approval, KubeCSR
 from tests.factories import make_ca_issuer
-from tests.kube.conftest import make_csr_pem
+from tests.helpers import drain
+from tests.kube.conftest import node_csr_pem
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +21,7 @@ def csr_obj(name: str = "node-1-x", **spec: Any) -> dict[str, Any]:
     return {
         "metadata": {"name": name, "uid": str(uuid.uuid4()), "resourceVersion": "42"},
         "spec": {
-            "request": base64.b64encode(make_csr_pem("system:node:node-1").encode()).decode(),
+            "request": base64.b64encode(node_csr_pem("system:node:node-1").encode()).decode(),
             "signerName": "example.com/serving",
             "usages": ["client auth"],
             "username": "system:node:node-1",
@@ -66,12 +67,10 @@ def test_unmapped_signer_and_unknown_issuer_are_ignored(monkeypatch: pytest.Monk
 
 
 def test_undecodable_request_is_mirrored_and_denied_by_policy() -> None:
-    from issuance.worker import Worker
-
     row = observe(csr_obj(request="%%%not base64"))
     assert row is not None and row.request.spec["request"] == ""
     row.request.refresh_from_db()
-    Worker(threads=1).run_once()
+    drain()
     row.request.refresh_from_db()
     assert row.request.approval == Approval.DENIED
     assert row.request.get_condition("Denied")["reason"] == "PolicyDenied"

@@ -6,16 +6,18 @@ import asyncio
 import os
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from console.asgi import application
-from issuance.roles import ROLES
+from tests.live.outage import App, RedisServer, start_redis, start_serve
 from tests.live.wsclient import WebsocketCommunicator
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/5"
@@ -91,17 +93,55 @@ def redis_layer(request: pytest.FixtureRequest, settings: Any) -> Iterator[str]:
 
 
 @pytest.fixture
-def role_groups(transactional_db: Any) -> None:
-    """Transactional tests flush the tables, including the groups the roles migration made."""
-    for role in ROLES:
-        Group.objects.get_or_create(name=role)
-
-
-@pytest.fixture
-def make_user(role_groups: None, make_user: Callable[..., User]) -> Callable[..., User]:
-    return make_user
-
-
-@pytest.fixture
 def viewer_cookie(make_user: Callable[..., User]) -> str:
     return session_cookie(make_user("viewer-ws", "viewer"))
+
+
+def test_database_url() -> str:
+    """This run's test database as a DATABASE_URL for a server process (PostgreSQL, or a
+    file SQLite database)."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    user = quote(str(db.get("USER") or ""))
+    password = db.get("PASSWORD") or ""
+    auth = f"{user}:{quote(str(password))}@" if password else (f"{user}@" if user else "")
+    host = db.get("HOST") or "127.0.0.1"
+    return f"postgresql://{auth}{host}:{db.get('PORT') or 5432}/{db['NAME']}"
+
+
+test_database_url.__test__ = False  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own on a free port (never the shared one)."""
+    server = start_redis(tmp_path / "redis")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def serve_with_redis(
+    transactional_db: None, private_redis: RedisServer, tmp_path: Path
+) -> Iterator[Callable[[], App]]:
+    """Starts `manage.py serve` (web + worker) on the test database with REDIS_URL pointing at
+    the private redis-server; stopped before the database is flushed."""
+    apps: list[App] = []
+
+    def start() -> App:
+        env = {
+            "DATABASE_URL": test_database_url(),
+            "SECRET_KEY": settings.SECRET_KEY,
+            "KEY_ENCRYPTION_KEY": settings.KEY_ENCRYPTION_KEY,
+            "REDIS_URL": private_redis.url,
+        }
+        app = start_serve(tmp_path / "serve", env)
+        apps.append(app)
+        return app
+
+    yield start
+    for app in apps:
+        app.stop()

@@ -10,9 +10,11 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from console import live
 from issuance import events
 from issuance.models import Certificate
 from tests.factories import make_certificate, make_selfsigned_issuer
+from tests.helpers import wait_for
 from tests.live.conftest import communicator, run, session_cookie, subscribed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,6 +100,9 @@ def _scoped_delivery() -> None:
     issuer = make_selfsigned_issuer()
     make_certificate("alpha", issuer)
     make_certificate("beta", issuer)
+    # The creations' own messages leave through the background sender: let them go before
+    # subscribing, or one could arrive after and be taken for the update under test.
+    wait_for(lambda: live.sender.pending == 0, 5, "the sender's queue drained")
 
     async def main() -> tuple[dict[str, Any], bool, bool, dict[str, Any]]:
         viewer = await database_sync_to_async(User.objects.get)(username="viewer-ws")
@@ -127,6 +132,7 @@ def _scoped_delivery() -> None:
 def _rollback_sends_nothing() -> None:
     issuer = make_selfsigned_issuer()
     make_certificate("gamma", issuer)
+    wait_for(lambda: live.sender.pending == 0, 5, "the sender's queue drained")
 
     class Boom(Exception):
         pass

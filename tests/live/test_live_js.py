@@ -21,6 +21,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from issuance.durations import format_relative
 from issuance.models import Certificate
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.live.conftest import session_cookie
@@ -41,7 +42,7 @@ LIVE_JS = Path(__file__).resolve().parents[2] / "static" / "js" / "live.js"
 
 PAGE = """<!DOCTYPE html><html><head><script src="/static/js/live.js" defer></script></head>
 <body data-live-groups="{groups}" data-poll-interval="1">
-<span id="live-status"></span>
+<span id="live-status" role="status"></span>
 <section id="web" data-live-refresh="/__partial__/web" data-live-topics="certificate:web">initial</section>
 <p><time id="future" data-countdown="{future}">server text</time>
 <time id="past" data-countdown="{past}">server text</time></p>
@@ -209,17 +210,21 @@ def test_countdowns_tick_locally(server: Server, viewer: str, open_page: Any) ->
         f"document.getElementById('future').textContent !== {first!r}", timeout=3000
     )
     assert page.locator("#past").inner_text().endswith("s ago")
+    # The browser ticks the same text the server renders (issuance.durations.format_relative).
+    offsets = [3599.4, -90061, 0.3, -0.9, -5, 2.5, 59.5, 3 * 3600 + 62, 2 * 86400 + 3 * 3600 + 240]
     formats = page.evaluate(
-        "[IssuanceLive.relative(Date.now() + 3599e3 + 400, Date.now()),"
-        " IssuanceLive.relative(Date.now() - 90061e3, Date.now()),"
-        " IssuanceLive.relative(Date.now() + 300, Date.now())]"
+        "(offsets) => offsets.map((s) => IssuanceLive.relative(1.7e12 + s * 1000, 1.7e12))",
+        offsets,
     )
-    assert formats == ["in 59m 59s", "1d 1h ago", "now"]
+    assert formats == [format_relative(s) for s in offsets]
+    assert formats[:3] == ["in 59m 59s", "1d 1h ago", "now"]
 
 
 def test_refused_socket_falls_back_to_polling(server: Server, viewer: str, open_page: Any) -> None:
     page, fetches = open_page(None)  # no session: the server closes with 4401
-    page.locator("#live-status[data-state=polling]").wait_for()
+    page.locator("#live-status[data-state=paused]").wait_for()
+    # Said in words (and to screen readers), not only by colour.
+    assert page.locator("#live-status").inner_text() == "live updates paused"
     deadline = time.monotonic() + 6
     while len(fetches) < 3 and time.monotonic() < deadline:
         page.wait_for_timeout(200)
@@ -233,7 +238,7 @@ def test_reconnects_after_server_restart(
     page.locator("#live-status[data-state=live]").wait_for()
     server.stop()
     page.wait_for_function(
-        "['reconnecting', 'polling'].includes(document.getElementById('live-status').dataset.state)"
+        "['reconnecting', 'paused'].includes(document.getElementById('live-status').dataset.state)"
     )
     again = Server(port)
     try:

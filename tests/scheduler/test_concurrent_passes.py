@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from issuance import scheduler
 from issuance.models import Challenge
-from tests.challenges.builders import make_acme_issuer, make_challenge, make_order
+from tests.factories import make_acme_issuer, make_challenge, make_order
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

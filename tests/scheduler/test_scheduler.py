@@ -1,4 +1,4 @@
-"""The challenge scheduler's rules (DESIGN §3 "Scheduler"), on SQLite and PostgreSQL."""
+"""The challenge scheduler's rules, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.utils import timezone
 from issuance import scheduler
 from issuance.models import Challenge, Event
 from issuance.scheduler import Candidate, allocate, format_timeout
-from tests.challenges.builders import make_acme_issuer, make_challenge, make_order, queue
+from tests.factories import make_acme_issuer, make_challenge, make_order, queue
 
 pytestmark = pytest.mark.django_db
 

@@ -206,12 +206,12 @@ def test_issuer_field_errors(spec: dict[str, Any], field: str) -> None:
 
 def test_leaf_certificate_is_not_a_ca() -> None:
     ca_cert, ca_key = make_ca()
-    from issuance.pki.keys import load_private_key
+    from issuance.pki.keys import validate_private_key
 
     leaf_key = generate_private_key({"algorithm": "ECDSA", "size": 256})
     leaf = sign_csr(
         build_csr(leaf_key, {"commonName": "leaf"}),
-        load_private_key(ca_key),
+        validate_private_key(ca_key, "ca"),
         ca_cert,
         duration=timedelta(days=1),
         now=timezone.now(),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from django.utils import timezone
 
@@ -15,18 +14,7 @@ from issuance.models import (
     Issuer,
     Order,
 )
-from issuance.pki.csr import build_csr
-from issuance.pki.keys import generate_private_key
-from tests.factories import make_certificate
-
-
-def csr_pem(common_name: str = "", dns_names: list[str] | None = None, rsa: bool = False) -> str:
-    key_spec = {"algorithm": "RSA", "size": 2048} if rsa else {"algorithm": "ECDSA", "size": 256}
-    key = generate_private_key(key_spec)
-    spec: dict[str, Any] = {"dnsNames": dns_names or []}
-    if common_name:
-        spec["commonName"] = common_name
-    return build_csr(key, spec)
+from tests.factories import csr_pem, make_certificate
 
 
 def ready_certificate(name: str, issuer: Issuer, days_left: int = 60) -> Certificate:
@@ -69,7 +57,10 @@ def pending_request(
         revision=1 if certificate else None,
         requester=requester,
         source="api",
-        spec={"request": csr_pem(common_name, ["node-1.example.test"]), "duration": "720h"},
+        spec={
+            "request": csr_pem("node-1.example.test", common_name=common_name),
+            "duration": "720h",
+        },
     )
 
 
@@ -83,7 +74,7 @@ def acme_chain(cert: Certificate, issuer: Issuer) -> tuple[CertificateRequest, O
         requester="issuance",
         source="certificate",
         approval="Approved",
-        spec={"request": csr_pem("", cert.dns_names)},
+        spec={"request": csr_pem(*cert.dns_names)},
     )
     order = Order.objects.create(
         name=f"{cert.name}-1-order",

@@ -8,7 +8,7 @@ import pytest
 from django.db.models import Q
 
 from issuance.models import Certificate, Issuer
-from issuance.worker_load import CompiledQuery, compiled
+from issuance.worker.load import CompiledQuery, compiled
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,8 @@
 """Real `manage.py reconcile` processes against the test database (PostgreSQL).
 
-SIGTERM stops a worker cleanly; SIGKILL mid-way loses nothing; two workers never
-reconcile the same object at the same time.
+SIGTERM stops a worker cleanly; SIGKILL at any point loses nothing and, with the default
+lease, holds nothing up for more than 30 s; two workers never reconcile the same object at
+the same time.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.db.models import Model
 
+from issuance import faults
 from issuance.models import Certificate, CertificateRequest, CertificateState, Secret
 from issuance.pki.x509 import cert_info
 from tests.controllers.helpers import csr_key_der
 from tests.factories import make_certificate, make_selfsigned_issuer
+from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,15 +71,6 @@ def run(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedPro
     )
 
 
-def wait_until(predicate: Any, timeout: float = 90.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 @pytest.fixture
 def procs() -> Iterator[list[subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
@@ -101,7 +96,7 @@ def test_sigterm_stops_cleanly(procs: list[subprocess.Popen[str]]) -> None:
     make_certificate("term", make_selfsigned_issuer(), privateKey=EC)
     proc = start("--threads", "2")
     procs.append(proc)
-    assert wait_until(lambda: all_ready(1)), "worker did not issue"
+    wait_for(lambda: all_ready(1), 90, "the worker issued", poll=0.2)
     time.sleep(0.5)  # now idle, sleeping on LISTEN
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
@@ -123,7 +118,7 @@ def test_wakeup_via_notify(procs: list[subprocess.Popen[str]]) -> None:
     t0 = time.monotonic()
     make_certificate("late", issuer, privateKey=EC)
     notify_workers()
-    assert wait_until(lambda: all_ready(1), timeout=20)
+    wait_for(lambda: all_ready(1), 20, "the late certificate Ready", poll=0.2)
     assert time.monotonic() - t0 < 10
 
 
@@ -138,44 +133,116 @@ def test_once_drains_and_exits() -> None:
         assert_issued_once(cert)
 
 
-def test_process_killed_at_checkpoint_then_restarted() -> None:
-    """A real death (SIGKILL) right after the request was created; a new process finishes."""
-    make_certificate("killed", make_selfsigned_issuer(), privateKey=EC)
-    result = run(
-        "--once",
-        "--threads",
-        "1",
-        ISSUANCE_CRASH_AT="after-request-created",
-        ISSUANCE_CRASH_MODE="kill",
-        WORKER_LEASE="1",
-    )
-    assert result.returncode == -signal.SIGKILL
-    cert = Certificate.objects.get(name="killed")
-    assert cert.lease_owner != ""  # the dead process still holds it
-    assert CertificateRequest.objects.filter(certificate=cert).count() == 1
-    time.sleep(1.2)  # its lease expires
-    result = run("--once", "--threads", "1")
-    assert result.returncode == 0, result.stderr
-    cert.refresh_from_db()
-    assert cert.state == CertificateState.READY
-    assert_issued_once(cert)
+# A dead worker's rows must be claimable again within this long (its leases run out).
+RESUME_LIMIT = 30.0
+HAPPY_PATH = [c for c in faults.CHECKPOINTS if c != "after-failure-recorded"]
 
 
-def test_sigkill_midway_then_restart(procs: list[subprocess.Popen[str]]) -> None:
+def rows_of(name: str) -> list[tuple[type[Model], Any]]:
+    """The Certificate and its requests (the rows a self-signed issuance goes through)."""
+    cert = Certificate.objects.get(name=name)
+    pks = CertificateRequest.objects.filter(certificate=cert).values_list("pk", flat=True)
+    return [(Certificate, cert.pk), *((CertificateRequest, pk) for pk in pks)]
+
+
+def park(name: str) -> list[tuple[type[Model], Any, Any]]:
+    """Make the certificate's unleased rows not due (remembering when they were), so the
+    next crashing worker dies at its own checkpoint on its own certificate."""
+    parked = []
+    for model, pk in rows_of(name):
+        row = model.objects.filter(pk=pk, lease_owner="").exclude(due_at=None).first()
+        if row is not None:
+            parked.append((model, pk, row.due_at))
+            model.objects.filter(pk=pk).update(due_at=None)
+    return parked
+
+
+def ready_times(names: list[str], timeout: float) -> dict[str, float]:
+    """Poll until every certificate is Ready; when each became Ready (monotonic)."""
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + timeout
+    while len(seen) < len(names) and time.monotonic() < deadline:
+        for name in Certificate.objects.filter(
+            name__in=names, state=CertificateState.READY
+        ).values_list("name", flat=True):
+            seen.setdefault(name, time.monotonic())
+        time.sleep(0.2)
+    return seen
+
+
+def test_sigkill_at_each_checkpoint_a_live_worker_resumes_within_30_s(
+    procs: list[subprocess.Popen[str]],
+) -> None:
+    """A real death (SIGKILL) at every checkpoint of an issuance, with the default lease;
+    a worker that is running meanwhile finishes each one within RESUME_LIMIT of the kill."""
+    issuer = make_selfsigned_issuer()
+    killed_at: dict[str, float] = {}
+    parked: list[tuple[type[Model], Any, Any]] = []
+    for checkpoint in HAPPY_PATH:
+        name = f"cp-{checkpoint}"
+        make_certificate(name, issuer, privateKey=EC)
+        result = run(
+            "--once", "--threads", "1", ISSUANCE_CRASH_AT=checkpoint, ISSUANCE_CRASH_MODE="kill"
+        )
+        killed_at[name] = time.monotonic()
+        assert result.returncode == -signal.SIGKILL, (checkpoint, result.stderr[-2000:])
+        held = [
+            m.objects.filter(pk=pk).values_list("lease_owner", flat=True)[0]
+            for m, pk in rows_of(name)
+        ]
+        assert any(held), f"{checkpoint}: the dead worker should hold a row"
+        parked += park(name)
+    for model, pk, due_at in parked:  # due again, as they were when their worker died
+        model.objects.filter(pk=pk).update(due_at=due_at)
+
+    procs.append(start("--threads", "4"))
+    ready = ready_times(list(killed_at), timeout=RESUME_LIMIT + 30)
+    assert set(ready) == set(killed_at), f"not Ready: {set(killed_at) - set(ready)}"
+    waits = {name: ready[name] - killed_at[name] for name in killed_at}
+    print("kill -> Ready per checkpoint:", {k: round(v, 1) for k, v in waits.items()})
+    assert max(waits.values()) <= RESUME_LIMIT, waits
+    for cert in Certificate.objects.all():
+        assert_issued_once(cert)
+
+
+def test_one_of_two_workers_killed_the_other_resumes_its_rows_within_30_s(
+    procs: list[subprocess.Popen[str]],
+) -> None:
     issuer = make_selfsigned_issuer()
     n = 30
     for i in range(n):
         make_certificate(f"mid-{i:02d}", issuer, privateKey=EC)
-    proc = start("--threads", "4", WORKER_LEASE="2")
-    procs.append(proc)
-    assert wait_until(lambda: CertificateRequest.objects.count() >= 3, timeout=60)
-    proc.kill()
-    proc.wait(10)
-    assert not all_ready(n)
-    time.sleep(2.2)
-    result = run("--once", "--threads", "4")
-    assert result.returncode == 0, result.stderr
-    assert all_ready(n)
+    survivor = start("--threads", "4", "--worker-id", "survivor")
+    procs.append(survivor)
+    # The other dies by SIGKILL in the middle of an issuance (right after it signed one).
+    doomed = start(
+        "--threads",
+        "4",
+        "--worker-id",
+        "doomed",
+        ISSUANCE_CRASH_AT="after-signed",
+        ISSUANCE_CRASH_MODE="kill",
+    )
+    procs.append(doomed)
+    assert doomed.wait(60) == -signal.SIGKILL
+    killed = time.monotonic()
+    held = [
+        (model, pk)
+        for model in (Certificate, CertificateRequest)
+        for pk in model.objects.filter(lease_owner="doomed").values_list("pk", flat=True)
+    ]
+    assert held, "the dead worker should hold at least the request it was signing"
+    wait_for(
+        lambda: not any(m.objects.filter(pk=pk, lease_owner="doomed").exists() for m, pk in held),
+        RESUME_LIMIT + 15,
+        "the dead worker's rows taken over",
+        poll=0.2,
+    )
+    resumed = time.monotonic() - killed
+    print(f"{len(held)} row(s) of the dead worker taken over after {resumed:.1f} s")
+    assert resumed <= RESUME_LIMIT
+    wait_for(lambda: all_ready(n), 60, "every certificate Ready", poll=0.2)
+    assert survivor.poll() is None
     for cert in Certificate.objects.all():
         assert_issued_once(cert)
 
@@ -192,7 +259,7 @@ def test_two_workers_never_reconcile_the_same_object_at_once(
         procs.append(
             start("--threads", "4", "--worker-id", name, ISSUANCE_RECONCILE_TRACE=str(trace))
         )
-    assert wait_until(lambda: all_ready(n), timeout=120)
+    wait_for(lambda: all_ready(n), 120, "every certificate Ready", poll=0.2)
     for proc in procs:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=15)

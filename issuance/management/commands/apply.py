@@ -26,6 +26,7 @@ from issuance.specs import (
     validate_issuer_spec,
 )
 from issuance.specs.certificate import check_name
+from issuance.specs.issuer import IssuerPlan
 from issuance.specs.outcome import Applied
 
 API_VERSION = "cert-manager.io/v1"
@@ -111,6 +112,10 @@ class Command(BaseCommand):
         "Apply cert-manager Issuer, ClusterIssuer and Certificate manifests (like kubectl apply)."
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._plans: dict[int, IssuerPlan] = {}  # validated issuer documents, by index
+
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("-f", "--filename", required=True, help="YAML file, or - for stdin")
         parser.add_argument("--dry-run", action="store_true", help="validate only; change nothing")
@@ -168,7 +173,8 @@ class Command(BaseCommand):
         for doc in docs:
             try:
                 if doc.kind in ISSUER_KINDS:
-                    validate_issuer_spec(doc.name, doc.spec)
+                    # Kept for _apply: an inline CA key is checked once, here.
+                    self._plans[doc.index] = validate_issuer_spec(doc.name, doc.spec)
                 else:
                     validate_certificate_spec(doc.name, doc.spec, issuer_exists=issuer_exists)
             except SpecError as exc:
@@ -181,7 +187,11 @@ class Command(BaseCommand):
         try:
             if doc.kind in ISSUER_KINDS:
                 return apply_issuer_ex(
-                    doc.name, doc.spec, cluster=doc.kind == "ClusterIssuer", actor=actor
+                    doc.name,
+                    doc.spec,
+                    cluster=doc.kind == "ClusterIssuer",
+                    actor=actor,
+                    plan=self._plans.get(doc.index),
                 )
             return apply_certificate_ex(doc.name, doc.spec, actor=actor)
         except SpecError as exc:

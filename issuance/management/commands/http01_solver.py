@@ -18,6 +18,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection
 
+from issuance.availability import DatabaseUnavailable
 from issuance.solvers.http01 import PATH_PREFIX, key_authorization_for
 
 log = logging.getLogger("issuance.http01_solver")
@@ -31,17 +32,26 @@ class SolverHandler(BaseHTTPRequestHandler):
     def _answer(self, with_body: bool) -> None:
         path = self.path.split("?", 1)[0]
         key: str | None = None
+        unavailable = False
         if path.startswith(PATH_PREFIX):
             try:
                 key = key_authorization_for(path.removeprefix(PATH_PREFIX))
+            except DatabaseUnavailable:
+                unavailable = True  # and not in the memory of recent answers
             finally:
                 # Each request runs on its own thread, which owns its own connection.
                 connection.close()
-        body = (key if key is not None else "not found\n").encode()
-        self.send_response(200 if key is not None else 404)
+        if unavailable:
+            status, body = 503, b"database unavailable\n"
+        else:
+            status = 200 if key is not None else 404
+            body = (key if key is not None else "not found\n").encode()
+        self.send_response(status)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        if unavailable:
+            self.send_header("Retry-After", "5")
         self.end_headers()
         if with_body:
             self.wfile.write(body)

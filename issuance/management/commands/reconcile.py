@@ -1,4 +1,5 @@
-"""`manage.py reconcile`: the worker (DESIGN §3). SIGTERM/SIGINT stop it cleanly."""
+"""`manage.py reconcile`: the worker (docs/architecture.md, "The worker"). SIGTERM/SIGINT stop
+it cleanly."""
 
 from __future__ import annotations
 

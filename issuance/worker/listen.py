@@ -17,7 +17,8 @@ log = logging.getLogger("issuance.worker")
 
 def _conninfo() -> dict[str, Any]:
     s = connection.settings_dict
-    info: dict[str, Any] = {"dbname": s["NAME"], "autocommit": True}
+    # A server that does not answer must not hold the worker's loop: give up after 5 s.
+    info: dict[str, Any] = {"dbname": s["NAME"], "autocommit": True, "connect_timeout": 5}
     for key, arg in (("USER", "user"), ("PASSWORD", "password"), ("HOST", "host")):
         if s.get(key):
             info[arg] = s[key]
@@ -31,6 +32,8 @@ class Listener:
 
     def __init__(self) -> None:
         self._conn: psycopg.Connection[Any] | None = None
+        # Logged once per failure streak (the worker logs the outage itself).
+        self._failing = False
         # LISTEN before the worker's first look for work, or a NOTIFY sent in between is lost.
         self._connect()
 
@@ -41,17 +44,27 @@ class Listener:
             conn = psycopg.connect(**_conninfo())
             conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
         except psycopg.Error as exc:
-            log.warning("cannot LISTEN for wake-ups (%s); polling instead", exc)
+            # Once per failure streak; debug only: a lost database is logged by the worker.
+            if not self._failing:
+                log.debug("cannot LISTEN for wake-ups (%s); polling instead", exc)
+            self._failing = True
             return None
+        if self._failing:
+            log.debug("listening for wake-ups again")
+        self._failing = False
         self._conn = conn
         return conn
 
     def wait(self, timeout: float) -> bool:
-        """True when a notification arrived within `timeout` seconds."""
+        """True when a notification arrived within `timeout` seconds, or when listening
+        resumed after a failure (NOTIFYs sent meanwhile were lost: look for work)."""
+        was_failing = self._failing
         conn = self._connect()
         if conn is None:
             time.sleep(timeout)
             return False
+        if was_failing:
+            return True
         try:
             got = False
             for _ in conn.notifies(timeout=timeout, stop_after=1):
@@ -61,7 +74,9 @@ class Listener:
                     pass
             return got
         except psycopg.Error as exc:
-            log.warning("wake-up listener failed (%s); reconnecting", exc)
+            if not self._failing:
+                log.debug("wake-up listener failed (%s); reconnecting", exc)
+            self._failing = True
             self.close()
             return False
 

@@ -1,10 +1,13 @@
-"""The database-backed worker (DESIGN §3 "Work queue and worker").
+"""The worker's loop: claim due rows, reconcile them on a thread pool, give them back.
 
 Each resource row carries `due_at`. A worker claims due rows with a lease (PostgreSQL:
-`SELECT … FOR UPDATE SKIP LOCKED`; SQLite: a compare-and-set UPDATE), runs the
-controllers' `reconcile` on a thread pool, and writes back when to look again. It sleeps
-until the next due time, a wake-up in this process (issuance.wakeup.local_wakeup) or a
-PostgreSQL NOTIFY from another process.
+`SELECT … FOR UPDATE SKIP LOCKED`; SQLite: a compare-and-set UPDATE), never more than it has
+free threads, runs the controllers' `reconcile`, and writes back when to look again. A
+heartbeat thread keeps the leases of running items alive (issuance.worker.heartbeat), so a
+dead worker's rows are free again within `WORKER_LEASE`. It sleeps until the next due time,
+a wake-up in this process (issuance.wakeup.local_wakeup) or a PostgreSQL NOTIFY from another
+process. A database outage is waited out (issuance.worker.outage): logged once, no item
+counted as failed, whatever could not be released given back when the database returns.
 
 Used by `manage.py reconcile` and by `serve` (web and worker in one process):
 `Worker().run(stop_event)`, `Worker().run_once()`, `Worker().tick()`.
@@ -18,7 +21,6 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -28,6 +30,8 @@ from django.conf import settings
 from django.db import (
     DEFAULT_DB_ALIAS,
     DatabaseError,
+    InterfaceError,
+    OperationalError,
     close_old_connections,
     connection,
     connections,
@@ -37,16 +41,19 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Min, Model, Q, QuerySet
 from django.utils import timezone
 
-from issuance import events, worker_claim
+from issuance import events
 from issuance.backoff import error_backoff
 from issuance.controllers import registry
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.controllers.registry import Controller, Step
 from issuance.models import Event
 from issuance.wakeup import local_wakeup
-from issuance.worker_claim import claim_all
-from issuance.worker_listen import Listener, SqliteWatcher
-from issuance.worker_load import Loaders
+from issuance.worker import claim as worker_claim
+from issuance.worker.claim import claim_all
+from issuance.worker.heartbeat import Heartbeat
+from issuance.worker.listen import Listener, SqliteWatcher
+from issuance.worker.load import Loaders
+from issuance.worker.outage import DatabaseOutage
 
 log = logging.getLogger("issuance.worker")
 
@@ -67,6 +74,8 @@ INLINE_STEPS = 8
 # once when a step asks for it (Step.urgent: a challenge was created or freed its slot).
 STEP_INTERVAL = 1.0
 STEP_MIN_GAP = 0.1
+# While the database is unavailable, the loop looks again this often.
+OUTAGE_RETRY = 1.0
 
 
 @dataclass(frozen=True)
@@ -89,11 +98,9 @@ class Worker:
         self,
         worker_id: str | None = None,
         threads: int | None = None,
-        batch: int | None = None,
     ) -> None:
         self.worker_id = (worker_id or default_worker_id())[:64]
         self.threads = max(1, threads if threads is not None else settings.WORKER_THREADS)
-        self.batch = batch or max(10, self.threads * 2)
         self.controllers: list[Controller] = registry.controllers()
         self.steps: list[Step] = registry.steps()
         self.processed = 0
@@ -106,7 +113,6 @@ class Worker:
         )
         self._trace = os.environ.get("ISSUANCE_RECONCILE_TRACE", "")
         self._turn = 0
-        self._renewed = time.monotonic()
         self._steps_at = 0.0
         self._step_ran: dict[str, float] = {}
         self._count_lock = threading.Lock()
@@ -114,6 +120,8 @@ class Worker:
         # more than a typical reconcile); they are closed when the worker idles or stops.
         self._thread_connections: dict[int, BaseDatabaseWrapper] = {}
         self._loaders = Loaders(self.worker_id)
+        self.outage = DatabaseOutage()
+        self.heartbeat = Heartbeat(self.worker_id, settings.WORKER_LEASE, self.outage)
 
     # -- claiming ------------------------------------------------------------------------
 
@@ -151,6 +159,16 @@ class Worker:
     # -- running one item ----------------------------------------------------------------
 
     def process(self, ctrl: Controller, claim: Claim) -> None:
+        """One claimed row, start to finish; it is no longer held when this returns (a
+        release the database refused is stranded: the heartbeat gives it back)."""
+        try:
+            self._process(ctrl, claim)
+        except DatabaseError as exc:  # loading the row, or a step's entries, failed
+            self._database_failed(ctrl, claim, exc)
+        finally:
+            self.heartbeat.drop(ctrl.model, claim.pk)
+
+    def _process(self, ctrl: Controller, claim: Claim) -> None:
         obj = self._loaders.load(ctrl.model, ctrl.related, claim.pk)
         if obj is None:
             return  # deleted, or our lease expired and someone else has it
@@ -164,7 +182,8 @@ class Worker:
                 self.release(ctrl, claim, after.requeue_after, entries=entries)
                 return
             if entries:
-                events.write(entries)  # the step's entries, before the next step starts
+                # The step's entries, before the next step starts.
+                events.write(entries, self.heartbeat.keep_entries)
             claim = Claim(claim.pk, claim.wake_seq, 0)
         self.release(ctrl, claim, timedelta(0))
 
@@ -192,6 +211,12 @@ class Worker:
             finally:
                 if self._trace:  # test-only: the span ends before the lease is released
                     self._write_trace(ctrl, claim, started)
+        except (OperationalError, InterfaceError) as exc:
+            if not self.outage.noted(exc):
+                return self._failed(ctrl, claim, obj, exc, entries)
+            # The database went away mid-pass: not the item's fault. Nothing is counted; the
+            # row is given back due now (or stranded, and given back when the database returns).
+            self.release(ctrl, claim, timedelta(0), errors=claim.error_count, entries=entries)
         except TemporaryError as exc:
             delay = exc.delay or error_backoff(claim.error_count + 1, acme=ctrl.acme_backoff)
             log.info("%s %s: temporary error, retry in %s: %s", ctrl.name, obj, delay, exc)
@@ -205,18 +230,25 @@ class Worker:
             )
             _record_error(obj, str(exc))
         except Exception as exc:
-            delay = error_backoff(claim.error_count + 1, acme=ctrl.acme_backoff)
-            log.exception("%s %s: unexpected error, retry in %s", ctrl.name, obj, delay)
-            self.release(
-                ctrl,
-                claim,
-                delay,
-                error=f"{type(exc).__name__}: {exc}",
-                errors=claim.error_count + 1,
-                entries=entries,
-            )
+            return self._failed(ctrl, claim, obj, exc, entries)
         else:
             return result, entries
+        return None, []
+
+    def _failed(
+        self, ctrl: Controller, claim: Claim, obj: Model, exc: Exception, entries: list[Event]
+    ) -> tuple[None, list[Event]]:
+        """An unexpected error: released with the per-item error backoff."""
+        delay = error_backoff(claim.error_count + 1, acme=ctrl.acme_backoff)
+        log.exception("%s %s: unexpected error, retry in %s", ctrl.name, obj, delay)
+        self.release(
+            ctrl,
+            claim,
+            delay,
+            error=f"{type(exc).__name__}: {exc}",
+            errors=claim.error_count + 1,
+            entries=entries,
+        )
         return None, []
 
     def release(
@@ -230,18 +262,32 @@ class Worker:
         entries: list[Event] | None = None,
     ) -> None:
         """Give the row back with its next due time, unless someone woke it meanwhile; with
-        the pass's timeline entries, written in the same statement."""
+        the pass's timeline entries, written in the same statement. When the database
+        refuses, the row is stranded: the heartbeat gives it back once it answers."""
         at = None if after is None else timezone.now() + after
-        worker_claim.release(
-            ctrl.model,
-            claim.pk,
-            self.worker_id,
-            claim.wake_seq,
-            at,
-            errors,
-            error[:4000],
-            entries or [],
-        )
+        try:
+            worker_claim.release(
+                ctrl.model,
+                claim.pk,
+                self.worker_id,
+                claim.wake_seq,
+                at,
+                errors,
+                error[:4000],
+                entries or [],
+                self.heartbeat.keep_entries,
+            )
+        except DatabaseError as exc:
+            self._database_failed(ctrl, claim, exc)
+        else:
+            self.outage.ok()
+
+    def _database_failed(self, ctrl: Controller, claim: Claim, exc: DatabaseError) -> None:
+        """The row could not be loaded or released: leave it to the heartbeat, which gives
+        it back when the database answers (an ordinary error is logged as one)."""
+        if not self.outage.noted(exc):
+            log.exception("%s %s: database error", ctrl.name, claim.pk)
+        self.heartbeat.strand(ctrl.model, claim.pk)
 
     def _run_items(self, items: list[tuple[Controller, Claim]]) -> None:
         if self._pool is None:
@@ -260,24 +306,8 @@ class Worker:
                     future.result()
                 except BaseException as exc:  # a simulated crash: re-raised after the batch
                     crash = crash or exc
-            self._renew_leases(inflight)
         if crash is not None:
             raise crash
-
-    def _renew_leases(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> None:
-        """Extend the leases of long reconciles, so no other worker takes them meanwhile."""
-        lease: timedelta = settings.WORKER_LEASE
-        if not inflight or time.monotonic() - self._renewed < lease.total_seconds() / 3:
-            return
-        self._renewed = time.monotonic()
-        by_model: dict[type[Model], list[Any]] = {}
-        for ctrl, claim in inflight.values():
-            by_model.setdefault(ctrl.model, []).append(claim.pk)
-        until = timezone.now() + lease
-        for model, pks in by_model.items():
-            model._default_manager.filter(  # type: ignore[attr-defined]
-                pk__in=pks, lease_owner=self.worker_id
-            ).update(lease_until=until)
 
     def _process_in_thread(self, ctrl: Controller, claim: Claim) -> None:
         conn = connections[DEFAULT_DB_ALIAS]
@@ -285,11 +315,7 @@ class Worker:
             self._thread_connections[threading.get_ident()] = conn
         ok = False
         try:
-            if self._stop.is_set():
-                # Claimed ahead and still queued at a stop: give it back, due as it was.
-                self.release(ctrl, claim, timedelta(0))
-            else:
-                self.process(ctrl, claim)
+            self.process(ctrl, claim)
             ok = True
         finally:
             _keep_or_close(conn, ok)
@@ -339,6 +365,9 @@ class Worker:
             self._step_ran[step.name] = now
             try:
                 did = bool(step.run()) or did
+            except (OperationalError, InterfaceError) as exc:
+                if not self.outage.noted(exc):
+                    log.exception("step %s failed", step.name)
             except Exception:
                 log.exception("step %s failed", step.name)
         return did
@@ -353,13 +382,10 @@ class Worker:
         return max(0.0, min(waits)) if waits else None
 
     def tick(self) -> bool:
-        """One pass: the global steps, then one batch of due rows per controller."""
+        """One pass: the global steps, then as many due rows as there are threads, run to
+        the end (the same claim as run(), so tests exercise the production path)."""
         did = self.run_steps()
-        items: list[tuple[Controller, Claim]] = []
-        for ctrl in self.controllers:
-            if self._stop.is_set():
-                break
-            items += [(ctrl, c) for c in self.claim(ctrl, self.batch)]
+        items = [] if self._stop.is_set() else self._claim_due(self.threads)
         if items:
             self._run_items(items)
             did = True
@@ -368,11 +394,14 @@ class Worker:
     def run_once(self) -> int:
         """Drain everything due now (including what that work makes due), then return."""
         start = self.processed
-        for _ in range(MAX_ONCE_ROUNDS):
-            if self._stop.is_set() or not self.tick():
-                break
-        else:
-            log.warning("run_once: still busy after %d rounds", MAX_ONCE_ROUNDS)
+        try:
+            for _ in range(MAX_ONCE_ROUNDS):
+                if self._stop.is_set() or not self.tick():
+                    break
+            else:
+                log.warning("run_once: still busy after %d rounds", MAX_ONCE_ROUNDS)
+        finally:
+            self.heartbeat.stop()
         return self.processed - start
 
     def next_due(self) -> datetime | None:
@@ -410,9 +439,9 @@ class Worker:
                     if watcher is not None:
                         watcher.mark()
                     self._reap(inflight)
-                    self._renew_leases(inflight)
                     did = self.run_steps(force=False)
                     if self._fill(inflight) or did:
+                        self.outage.ok()
                         continue
                     if inflight:
                         # Set when a thread finishes or something in this process is woken.
@@ -420,10 +449,9 @@ class Worker:
                         local_wakeup.wait(SLICE if step_wait is None else min(SLICE, step_wait))
                         continue
                     due = self.next_due()
-                except DatabaseError:
-                    log.exception("database error; retrying in 5 s")
-                    close_old_connections()
-                    self._stop.wait(5)
+                    self.outage.ok()
+                except DatabaseError as exc:
+                    self._wait_out(exc)
                     continue
                 if listener is not None:
                     # Idle on PostgreSQL: don't hold a server connection for nothing. (On
@@ -440,25 +468,31 @@ class Worker:
             while inflight:  # stopping: finish what is in flight, keeping its leases
                 wait(inflight, timeout=SLICE)
                 self._reap(inflight)
-                self._renew_leases(inflight)
         finally:
             if listener is not None:
                 listener.close()
             self.close()
             log.info("worker %s stopped", self.worker_id)
 
-    def _fill(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> bool:
-        """Claim due rows when a thread is free and start them. True if any.
-
-        With a thread pool it claims for the free threads and one more round for every
-        thread, which wait in the pool's queue: under load a claim (one statement over five
-        tables) then serves several items instead of one each time a thread frees up.
-        """
-        if self._pool is None:
-            free = self.batch
-        elif len(inflight) < self.threads:
-            free = 2 * self.threads - len(inflight)
+    def _wait_out(self, exc: DatabaseError) -> None:
+        """The loop's own statement failed: an outage is logged once and looked at again
+        every OUTAGE_RETRY; any other database error is logged and retried shortly."""
+        if self.outage.noted(exc):
+            close_old_connections()
+            self._stop.wait(OUTAGE_RETRY)
         else:
+            log.exception("database error; retrying in 5 s")
+            close_old_connections()
+            self._stop.wait(5)
+
+    def _fill(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> bool:
+        """Claim as many due rows as there are free threads and start them. True if any.
+
+        Never more: a row claimed but waiting in a queue would be held from other workers
+        for nothing, and would die with this process if it were killed.
+        """
+        free = 1 if self._pool is None else self.threads - len(inflight)
+        if free <= 0:
             return False
         items = self._claim_due(free)
         if self._pool is None:
@@ -471,7 +505,15 @@ class Worker:
         return bool(items)
 
     def _claim_due(self, free: int) -> list[tuple[Controller, Claim]]:
-        """Up to `free` due rows over all controllers."""
+        """Up to `free` due rows over all controllers, held by the heartbeat from now on."""
+        items = self._claim_rows(free)
+        if items:
+            for ctrl, claim in items:
+                self.heartbeat.hold(ctrl.model, claim.pk)
+            self.heartbeat.start()
+        return items
+
+    def _claim_rows(self, free: int) -> list[tuple[Controller, Claim]]:
         if connection.vendor == "postgresql":
             now = timezone.now()
             models = [ctrl.model for ctrl in self.controllers]
@@ -514,6 +556,7 @@ class Worker:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        self.heartbeat.stop()
         self.close_thread_connections()
 
 
@@ -550,8 +593,3 @@ def _record_error(obj: Model, message: str) -> None:
         )
     except DatabaseError:
         log.exception("could not record the error event for %s/%s", kind, name)
-
-
-def drain(workers: Iterable[Worker]) -> int:
-    """Run each worker's run_once (tests)."""
-    return sum(w.run_once() for w in workers)

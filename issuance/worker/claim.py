@@ -1,6 +1,6 @@
 """Claiming due rows of every controller's table in one PostgreSQL statement.
 
-The portable claim (issuance.worker.Worker.claim) costs a transaction with a SELECT … FOR
+The portable claim (issuance.worker.loop.Worker.claim) costs a transaction with a SELECT … FOR
 UPDATE SKIP LOCKED and an UPDATE per table, even for tables with nothing due; with five
 tables that was ~15 round trips every time a thread became free. Here one statement locks
 up to `limit` due, unleased rows per table (SKIP LOCKED: rows another worker is claiming are
@@ -11,7 +11,7 @@ the statement ends.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -113,11 +113,13 @@ def release(
     errors: int,
     error: str,
     entries: Sequence[Event] = (),
+    on_entries_error: Callable[[list[Event], DatabaseError], None] | None = None,
 ) -> int:
     """Release `owner`'s lease on one row; due at `at` (None: not due). Returns rows changed.
 
     `entries`: timeline entries of the pass that ends here; on PostgreSQL they are inserted
-    by the same statement (a data-modifying WITH), one round trip instead of two.
+    by the same statement (a data-modifying WITH), one round trip instead of two. Entries the
+    database refuses go to `on_entries_error` (default: logged).
     """
     names = {
         "table": connection.ops.quote_name(model._meta.db_table),
@@ -145,13 +147,13 @@ def release(
         except DatabaseError:
             # An entry the table refuses must not keep the row leased: apart, as before
             # (write() logs what it cannot store), then the release alone.
-            events.write(batch)
+            events.write(batch, on_entries_error)
         else:
             events.stored([row[1] for row in rows], batch)
             events.published(batch)
             return int(rows[0][0]) if rows else 0
     elif batch:
-        events.write(batch)
+        events.write(batch, on_entries_error)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)

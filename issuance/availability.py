@@ -1,0 +1,175 @@
+"""Is the database answering? One view per process, for web requests and HTTP-01 answers.
+
+When PostgreSQL is stopped, restarting or unreachable, everything that touches it fails,
+each after waiting up to the pool's timeout for a connection. So that requests answer at
+once instead (a 503, or an HTTP-01 answer from memory), the process keeps a small state:
+
+- up: requests use the database as usual (the check is one unlocked attribute read);
+- down, from the first request that failed because the database could not be reached:
+  requests answer at once without it, and a background thread probes it (one statement
+  through the connection pool, as a request would) until it answers, then marks it up.
+  So recovery needs no restart, and no request ever waits for a probe.
+
+Each change is logged once (down with the reason; up with the outage's length and how
+many requests were answered without the database). On each change the connection pool is
+checked in the background, which throws away the connections a restarted server left dead.
+
+Only errors that mean "no database" count (no connection, connection lost, the server
+shutting down or starting up, too many clients); a lock timeout or a cancelled statement
+is an ordinary error of that request.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import psycopg
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, connections
+
+log = logging.getLogger("issuance.availability")
+
+# SQLSTATEs of a server that is going away or not there yet (all of class 08 counts too):
+# admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections.
+_UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+class DatabaseUnavailable(Exception):
+    """The database cannot be reached now (raised where no answer can be given without it)."""
+
+
+def is_unavailable_error(exc: BaseException) -> bool:
+    """Does `exc` (or what it was raised from) mean the database cannot be reached?
+
+    Django wraps the driver's error (its __cause__): psycopg's OperationalError without a
+    SQLSTATE is a connection that failed or broke (refused, closed, the pool's timeout);
+    Django's InterfaceError is a connection already closed.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, DatabaseUnavailable | InterfaceError):
+            return True
+        if isinstance(current, psycopg.InterfaceError):
+            return True
+        if isinstance(current, psycopg.OperationalError):
+            sqlstate = current.sqlstate
+            return (
+                sqlstate is None or sqlstate.startswith("08") or sqlstate in _UNAVAILABLE_SQLSTATES
+            )
+        current = current.__cause__ or current.__context__
+    return False
+
+
+class Availability:
+    """The process's view of the database (see the module's docstring)."""
+
+    # Between two probes that failed at once (a refused connection fails in microseconds).
+    PROBE_INTERVAL = 0.2
+
+    def __init__(self, alias: str = DEFAULT_DB_ALIAS) -> None:
+        self.alias = alias
+        self._lock = threading.Lock()
+        self._down_since: float | None = None
+        self._prober: threading.Thread | None = None
+        self._refused = 0
+
+    @property
+    def down(self) -> bool:
+        return self._down_since is not None
+
+    def usable(self) -> bool:
+        """May a request use the database now? False: answer without it, at once."""
+        if self._down_since is None:  # the common case, without the lock
+            return True
+        with self._lock:
+            self._refused += 1
+        return False
+
+    def failed(self, exc: BaseException) -> None:
+        """A caller could not reach the database: mark it down and start probing (both
+        once per outage, however many callers fail)."""
+        with self._lock:
+            if self._down_since is not None:
+                return
+            self._down_since = time.monotonic()
+            self._refused = 0
+            self._prober = threading.Thread(target=self._probe_until_up, name="db-probe")
+            self._prober.daemon = True
+        log.warning(
+            "database unavailable (%s): answering 503 (HTTP-01 from memory) until it is back",
+            _one_line(exc),
+        )
+        self._check_pool()
+        self._prober.start()
+
+    def _probe_until_up(self) -> None:
+        while self._down_since is not None:
+            if self.probe():
+                self._up()
+                return
+            time.sleep(self.PROBE_INTERVAL)
+
+    def probe(self) -> bool:
+        """One statement through the pool, as a request would run it (waiting at most the
+        pool's timeout for a connection); the connection goes back at once."""
+        connection = connections[self.alias]
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            return True
+        except DatabaseError as exc:
+            if not is_unavailable_error(exc):
+                log.warning("database probe failed: %s", _one_line(exc))
+            return False
+        finally:
+            try:
+                connection.close()
+            except DatabaseError:
+                log.debug("closing the probe's broken connection failed", exc_info=True)
+
+    def _up(self) -> None:
+        with self._lock:
+            since, self._down_since = self._down_since, None
+            refused = self._refused
+        if since is None:
+            return
+        log.warning(
+            "database available again after %.1f s (%d requests answered without it)",
+            time.monotonic() - since,
+            refused,
+        )
+        self._check_pool()
+
+    def _check_pool(self) -> None:
+        """Throw away the pool's dead connections, on a thread of its own: a check of a
+        connection to an unreachable host may take long, and no request should wait for it."""
+        pool: Any = getattr(connections[self.alias], "pool", None)
+        if pool is None or not hasattr(pool, "check"):
+            return
+
+        def check() -> None:
+            try:
+                pool.check()
+            except Exception as exc:  # a closed pool (shutdown, tests): nothing to clean
+                log.debug("pool check failed: %s", exc)
+
+        threading.Thread(target=check, name="db-pool-check", daemon=True).start()
+
+    def wait_until_up(self, timeout: float) -> bool:
+        """Block until the prober saw the database again (tests)."""
+        prober = self._prober
+        if prober is not None:
+            prober.join(timeout)
+        return self._down_since is None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__
+
+
+availability = Availability()
