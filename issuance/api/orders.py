@@ -13,6 +13,17 @@ from issuance.api.common import ResourceViewSet
 from issuance.models import Order, OrderState
 
 
+class OrderRestartSerializer(serializers.Serializer[Any]):
+    """An ACME order given up because the CA failed it after an outage of the CA; the
+    Order then started a new ACME order, without failure backoff."""
+
+    url = serializers.CharField()
+    state = serializers.CharField()
+    reason = serializers.CharField()
+    failedAt = serializers.DateTimeField()
+    outage = serializers.CharField()
+
+
 class OrderStatusSerializer(serializers.Serializer[Any]):
     """cert-manager's OrderStatus; `certificate` is the PEM chain the CA returned."""
 
@@ -25,6 +36,7 @@ class OrderStatusSerializer(serializers.Serializer[Any]):
     certificate = serializers.CharField(source="certificate_pem")
     failureTime = serializers.DateTimeField(source="failure_time")
     lastError = serializers.CharField(source="last_error")
+    restarts = OrderRestartSerializer(many=True)
 
 
 class OrderSerializer(serializers.Serializer[Any]):

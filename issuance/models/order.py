@@ -44,6 +44,8 @@ class Order(ImmutableSpecMixin, Resource, Reconciled):
     failure_time = models.DateTimeField(null=True, blank=True)
     # Set before the new-order call, so a crash right after it is noticed (see orders controller).
     create_attempted_at = models.DateTimeField(null=True, blank=True)
+    # ACME orders given up because the CA failed them after an outage (order_retry.py).
+    restarts = models.JSONField(default=list, blank=True)
 
     class Meta(Reconciled.Meta):
         ordering = ["-created_at", "-id"]

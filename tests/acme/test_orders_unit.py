@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from issuance.acme import ratelimit
 from issuance.acme.account import account_config, ensure_account_key
@@ -12,7 +13,7 @@ from issuance.controllers import orders
 from issuance.controllers.base import TemporaryError
 from issuance.issuers import acme as acme_issuer
 from issuance.issuers.base import SignState
-from issuance.models import CertificateRequest, Issuer, Order
+from issuance.models import CertificateRequest, Event, Issuer, Order
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from tests.acme.fakeca import FakeCA, Reply, problem
@@ -148,3 +149,41 @@ def test_a_certificate_for_another_key_is_refused(ca: FakeCA) -> None:
     assert "another CSR" in order.reason
     assert order.certificate_pem == ""
     assert acme_issuer.sign(request).state == SignState.FAILED
+
+
+def test_restart_after_outage_needs_an_outage_during_the_attempt(ca: FakeCA) -> None:
+    from issuance.controllers import order_retry
+    from issuance.models import AcmeServer
+
+    request = make_request(ca, ["a.example.test"])
+    acme_issuer.sign(request)
+    order = Order.objects.get(request=request)
+    order.url = f"{ca.base}/order/1"
+    order.state = "pending"
+    order.save()
+    # No AcmeServer row (the CA always answered): a real failure.
+    assert not order_retry.restart_after_outage(order, "invalid", "connection refused")
+    server = AcmeServer.objects.create(directory_url=ca.directory_url)
+    # An outage that ended before the order was created does not count either.
+    server.reachable_again_at = order.created_at - timedelta(seconds=1)
+    server.save()
+    assert not order_retry.restart_after_outage(order, "invalid", "connection refused")
+    # An errored order (our side's problem) never restarts.
+    server.reachable_again_at = timezone.now()
+    server.save()
+    assert not order_retry.restart_after_outage(order, "errored", "no solver")
+
+    assert order_retry.restart_after_outage(order, "invalid", "connection refused")
+    order.refresh_from_db()
+    assert (order.url, order.state, order.authorizations, order.reason) == ("", "", [], "")
+    assert order.restarts[0]["url"] == f"{ca.base}/order/1"
+    assert order.restarts[0]["reason"] == "connection refused"
+    # The same outage cannot restart the new attempt: it ended before the restart.
+    assert not order_retry.restart_after_outage(order, "invalid", "connection refused")
+    # A CA unreachable right now does, up to MAX_RESTARTS in all.
+    server.unreachable_since = server.reachable_again_at
+    server.save()
+    while order_retry.restart_after_outage(order, "expired", "authorization expired"):
+        pass
+    assert len(order.restarts) == order_retry.MAX_RESTARTS
+    assert Event.objects.filter(reason="OrderRestarted", name=order.name).count() == 3

@@ -394,6 +394,7 @@ def test_orders_challenges_and_scheduler(world: dict[str, Any], operator: Any) -
         "certificate",
         "failureTime",
         "lastError",
+        "restarts",
     }
     challenges = operator.get(f"/api/v1/challenges/?order={order.name}").json()["results"]
     assert [c["name"] for c in challenges] == ["order-1-0", "order-1-1", "order-1-2"]

@@ -9,6 +9,10 @@ refused) and open connections are cut; `up()` listens on the same port again.
     proxy = TcpProxy(("127.0.0.1", pebble.port))
     directory = f"https://127.0.0.1:{proxy.port}/dir"
     proxy.down(); ...; proxy.up(); proxy.stop()
+
+`hold()` is the other way a peer goes quiet: connections are accepted and then nothing is
+forwarded or answered (as a black-holed route); `release()` forwards new connections again,
+while the held ones stay hung until `stop()`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ class TcpProxy:
         self.connections = 0  # accepted while up
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
+        self.holding = False
+        self.held: list[socket.socket] = []
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self.up()
@@ -61,8 +67,18 @@ class TcpProxy:
                 conn.shutdown(socket.SHUT_RDWR)
             conn.close()
 
+    def hold(self) -> None:
+        self.holding = True
+
+    def release(self) -> None:
+        self.holding = False
+
     def stop(self) -> None:
         self.down()
+        with self._lock:
+            held, self.held = self.held, []
+        for conn in held:
+            conn.close()
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
@@ -70,6 +86,10 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return  # closed by down()
+            if self.holding:
+                with self._lock:
+                    self.held.append(client)
+                continue
             try:
                 upstream = socket.create_connection(self.target, timeout=10)
             except OSError:
