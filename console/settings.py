@@ -187,15 +187,24 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["issuance.api.permissions.RolePermission"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "issuance.api.query.Pagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "issuance.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "issuance.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Issuance Console API",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Request and response components apart: required text fields get `minLength: 1` in
+    # requests, read-only fields stay out of them.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "CertificateStateEnum": "issuance.models.CertificateState",
+        "RequestStateEnum": "issuance.models.RequestState",
+        "AcmeStateEnum": "issuance.models.ChallengeState",  # an Order's states are the same
+        "IssuerKindEnum": ["Issuer", "ClusterIssuer"],
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "console.unavailable.document_503",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -14,34 +14,34 @@ from rest_framework.response import Response
 from issuance import actions, events
 from issuance.api.common import (
     ActionBodySerializer,
+    CertificateRequestWriteSerializer,
     ResourceViewSet,
-    ResourceWriteSerializer,
     merge_patch,
     read_write_body,
 )
 from issuance.api.errors import Conflict
 from issuance.api.permissions import APPROVER, OPERATOR
+from issuance.api.query import QueryFilter
+from issuance.api.schema import ObjectField, ObjectListField
 from issuance.models import Approval, CertificateRequest, ImmutableSpecError, RequestState
 from issuance.specs import create_certificate_request
 from issuance.specs.outcome import changed_fields
-
-KINDS = ("CertificateRequest",)
 
 
 class CertificateRequestStatusSerializer(serializers.Serializer[Any]):
     """cert-manager's CertificateRequestStatus; `certificate` and `ca` are PEM text here
     (cert-manager's YAML carries them base64-encoded)."""
 
-    state = serializers.CharField()
-    approval = serializers.CharField()
+    state = serializers.ChoiceField(choices=RequestState.choices)
+    approval = serializers.ChoiceField(choices=Approval.choices)
     decidedBy = serializers.CharField(source="decided_by")
-    decidedAt = serializers.DateTimeField(source="decided_at")
-    conditions = serializers.JSONField()
+    decidedAt = serializers.DateTimeField(source="decided_at", allow_null=True)
+    conditions = ObjectListField()
     certificate = serializers.CharField(source="certificate_pem")
     ca = serializers.CharField(source="ca_pem")
-    failureTime = serializers.DateTimeField(source="failure_time")
+    failureTime = serializers.DateTimeField(source="failure_time", allow_null=True)
     lastError = serializers.CharField(source="last_error")
-    policyChecks = serializers.JSONField(source="policy_checks")  # issuance.approval's verdict
+    policyChecks = ObjectField(source="policy_checks")  # issuance.approval's verdict
 
 
 class OwnerSerializer(serializers.Serializer[Any]):
@@ -55,9 +55,10 @@ class CertificateRequestSerializer(serializers.Serializer[Any]):
     requester = serializers.CharField()
     source = serializers.CharField()  # type: ignore[assignment]  # the field, not Field.source
     owner = serializers.SerializerMethodField()
-    spec = serializers.JSONField()
+    spec = ObjectField()
     status = CertificateRequestStatusSerializer(source="*")
 
+    @extend_schema_field(OwnerSerializer(allow_null=True))
     def get_owner(self, obj: CertificateRequest) -> dict[str, Any] | None:
         if obj.certificate_id is None:
             return None
@@ -78,34 +79,24 @@ class CertificateRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin
         "deny": APPROVER,
     }
 
+    filters = (
+        QueryFilter("certificate", "certificate__name", "owning Certificate name"),
+        QueryFilter("approval", "approval", choices=tuple(Approval.values)),
+        QueryFilter("state", "state", choices=tuple(RequestState.values)),
+        QueryFilter("issuer", "issuer__name", "issuer name"),
+    )
+
     def get_queryset(self) -> Any:
-        qs = CertificateRequest.objects.select_related("certificate").order_by("-created_at", "-id")
-        qs = self.filter_exact(
-            qs,
-            (
-                ("certificate", "certificate__name"),
-                ("approval", "approval"),
-                ("state", "state"),
-                ("issuer", "issuer__name"),
-            ),
+        return CertificateRequest.objects.select_related("certificate").order_by(
+            "-created_at", "-id"
         )
-        return qs
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("certificate", str, description="owning Certificate name"),
-            OpenApiParameter("approval", str, enum=list(Approval.values)),
-            OpenApiParameter("state", str, enum=list(RequestState.values)),
-            OpenApiParameter("issuer", str, description="issuer name"),
-        ]
+        request=CertificateRequestWriteSerializer, responses={201: CertificateRequestSerializer}
     )
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().list(request, *args, **kwargs)
-
-    @extend_schema(request=ResourceWriteSerializer, responses={201: CertificateRequestSerializer})
     def create(self, request: Request) -> Response:
         """Submit a PEM CSR; the requester is the authenticated user. Name optional."""
-        body = read_write_body(request, KINDS)
+        body = read_write_body(request, CertificateRequestWriteSerializer)
         if body.get("name") and CertificateRequest.objects.filter(name=body["name"]).exists():
             raise Conflict(f"CertificateRequest {body['name']!r} already exists.")
         cr = create_certificate_request(
@@ -115,17 +106,17 @@ class CertificateRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin
 
     def _immutable(self, request: Request, partial: bool) -> Response:
         current = self.get_object()
-        body = read_write_body(request, KINDS)
+        body = read_write_body(request, CertificateRequestWriteSerializer, partial=partial)
         spec = merge_patch(current.spec, body["spec"]) if partial else body["spec"]
         fields = changed_fields(current.spec, spec) if isinstance(spec, dict) else ["spec"]
         raise ImmutableSpecError("CertificateRequest", current.name, fields or ["spec"])
 
-    @extend_schema(request=ResourceWriteSerializer, responses={409: None})
+    @extend_schema(request=CertificateRequestWriteSerializer, responses={409: None})
     def update(self, request: Request, name: str) -> Response:
         """Always 409: a CertificateRequest's spec is immutable; create a new one."""
         return self._immutable(request, partial=False)
 
-    @extend_schema(request=ResourceWriteSerializer, responses={409: None})
+    @extend_schema(request=CertificateRequestWriteSerializer, responses={409: None})
     def partial_update(self, request: Request, name: str) -> Response:
         """Always 409: a CertificateRequest's spec is immutable; create a new one."""
         return self._immutable(request, partial=True)
@@ -146,7 +137,7 @@ class CertificateRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _decide(self, request: Request, approve: bool) -> Response:
-        body = ActionBodySerializer(data=request.data or {})
+        body = ActionBodySerializer(data=request.data)
         body.is_valid(raise_exception=True)
         cr = self.get_object()
         decide = actions.approve if approve else actions.deny

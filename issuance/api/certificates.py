@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import transaction
 from drf_spectacular.utils import (
-    OpenApiParameter,
+    OpenApiExample,
     extend_schema,
     extend_schema_field,
     inline_serializer,
@@ -20,37 +20,50 @@ from rest_framework.response import Response
 from issuance import actions, events
 from issuance.acme import health
 from issuance.api.common import (
+    CertificateWriteSerializer,
     PrebuiltFieldsMixin,
     ResourceViewSet,
-    ResourceWriteSerializer,
     merge_patch,
     read_write_body,
 )
 from issuance.api.errors import Conflict
 from issuance.api.permissions import ADMIN, OPERATOR
+from issuance.api.query import QueryFilter
+from issuance.api.schema import ObjectField, ObjectListField
 from issuance.models import Certificate, CertificateState, Secret
 from issuance.specs import apply_certificate_ex
 from issuance.specs.certificate import CertificateExists
 
-KINDS = ("Certificate",)
+CREATE_EXAMPLE = OpenApiExample(
+    "A certificate for one DNS name",
+    value={
+        "name": "web",
+        "spec": {
+            "dnsNames": ["web.example.com"],
+            "issuerRef": {"name": "selfsigned", "kind": "Issuer"},
+            "secretName": "web-tls",
+        },
+    },
+    request_only=True,
+)
 
 
 class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
     """cert-manager's CertificateStatus (camelCase), plus `state` and the last forced renewal."""
 
-    state = serializers.CharField()
-    conditions = serializers.JSONField()
+    state = serializers.ChoiceField(choices=CertificateState.choices)
+    conditions = ObjectListField()
     observedGeneration = serializers.IntegerField(source="observed_generation")
-    notBefore = serializers.DateTimeField(source="not_before")
-    notAfter = serializers.DateTimeField(source="not_after")
-    renewalTime = serializers.DateTimeField(source="renewal_time")
+    notBefore = serializers.DateTimeField(source="not_before", allow_null=True)
+    notAfter = serializers.DateTimeField(source="not_after", allow_null=True)
+    renewalTime = serializers.DateTimeField(source="renewal_time", allow_null=True)
     revision = serializers.IntegerField(allow_null=True)
-    lastFailureTime = serializers.DateTimeField(source="last_failure_time")
+    lastFailureTime = serializers.DateTimeField(source="last_failure_time", allow_null=True)
     failedIssuanceAttempts = serializers.IntegerField(
         source="failed_issuance_attempts", allow_null=True
     )
-    nextRetryTime = serializers.DateTimeField(source="next_retry_time")
-    renewRequestedAt = serializers.DateTimeField(source="renew_requested_at")
+    nextRetryTime = serializers.DateTimeField(source="next_retry_time", allow_null=True)
+    renewRequestedAt = serializers.DateTimeField(source="renew_requested_at", allow_null=True)
     renewRequestedBy = serializers.CharField(source="renew_requested_by")
     lastError = serializers.CharField(source="last_error")
     caUnreachable = serializers.SerializerMethodField()
@@ -85,7 +98,7 @@ class CertificateSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
     generation = serializers.IntegerField()
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
-    spec = serializers.JSONField()
+    spec = ObjectField()
     status = CertificateStatusSerializer(source="*")
 
 
@@ -114,32 +127,27 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
         "secret": ADMIN,
     }
 
+    filters = (
+        QueryFilter(
+            "search",
+            "search_text__contains",
+            "substring of name, commonName, DNS name",
+            lowercase=True,
+        ),
+        QueryFilter("state", "state", choices=tuple(CertificateState.values)),
+        QueryFilter("issuer", "issuer__name", "issuer name"),
+    )
+
     def get_queryset(self) -> Any:
-        qs = Certificate.objects.order_by("name")
-        search = self.query_param("search").lower()
-        if search:
-            qs = qs.filter(search_text__contains=search)
-        state = self.query_param("state")
-        if state:
-            qs = qs.filter(state=state)
-        issuer = self.query_param("issuer")
-        if issuer:
-            qs = qs.filter(issuer__name=issuer)
-        return qs
+        return Certificate.objects.order_by("name")
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("search", str, description="substring of name, commonName, DNS name"),
-            OpenApiParameter("state", str, enum=list(CertificateState.values)),
-            OpenApiParameter("issuer", str, description="issuer name"),
-        ]
+        request=CertificateWriteSerializer,
+        responses={201: CertificateSerializer},
+        examples=[CREATE_EXAMPLE],
     )
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().list(request, *args, **kwargs)
-
-    @extend_schema(request=ResourceWriteSerializer, responses={201: CertificateSerializer})
     def create(self, request: Request) -> Response:
-        body = read_write_body(request, KINDS)
+        body = read_write_body(request, CertificateWriteSerializer)
         if not body.get("name"):
             return Response({"name": ["is required"]}, status=status.HTTP_400_BAD_REQUEST)
         try:
@@ -152,20 +160,20 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
             ) from None
         return Response(CertificateSerializer(applied.obj).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=ResourceWriteSerializer, responses=CertificateSerializer)
+    @extend_schema(request=CertificateWriteSerializer, responses=CertificateSerializer)
     def update(self, request: Request, name: str) -> Response:
         current = self.get_object()
-        body = read_write_body(request, KINDS)
+        body = read_write_body(request, CertificateWriteSerializer)
         if body.get("name") not in (None, current.name):
             return Response({"name": ["cannot be changed"]}, status=status.HTTP_400_BAD_REQUEST)
         cert = apply_certificate_ex(current.name, body["spec"], actor=self.actor()).obj
         return Response(CertificateSerializer(cert).data)
 
-    @extend_schema(request=ResourceWriteSerializer, responses=CertificateSerializer)
+    @extend_schema(request=CertificateWriteSerializer, responses=CertificateSerializer)
     def partial_update(self, request: Request, name: str) -> Response:
         """JSON merge patch (RFC 7386) of the spec: `null` removes a field."""
         current = self.get_object()
-        body = read_write_body(request, KINDS)
+        body = read_write_body(request, CertificateWriteSerializer, partial=True)
         spec = merge_patch(current.spec, body["spec"])
         cert = apply_certificate_ex(current.name, spec, actor=self.actor()).obj
         return Response(CertificateSerializer(cert).data)

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers
-from rest_framework.request import Request
-from rest_framework.response import Response
 
 from issuance.api.common import ResourceViewSet
-from issuance.models import Challenge, ChallengeState
+from issuance.api.query import QueryFilter
+from issuance.api.schema import ObjectField
+from issuance.models import Challenge, ChallengeState, ChallengeType
 
 
 class ChallengeStatusSerializer(serializers.Serializer[Any]):
     processing = serializers.BooleanField()
     presented = serializers.BooleanField()
-    presentedAt = serializers.DateTimeField(source="presented_at")
-    scheduledAt = serializers.DateTimeField(source="scheduled_at")
-    state = serializers.CharField()
+    presentedAt = serializers.DateTimeField(source="presented_at", allow_null=True)
+    scheduledAt = serializers.DateTimeField(source="scheduled_at", allow_null=True)
+    state = serializers.ChoiceField(choices=ChallengeState.choices)
     reason = serializers.CharField()
-    nextCheckAt = serializers.DateTimeField(source="next_check_at")
+    nextCheckAt = serializers.DateTimeField(source="next_check_at", allow_null=True)
     attempts = serializers.IntegerField()
     lastError = serializers.CharField(source="last_error")
 
@@ -29,7 +28,7 @@ class ChallengeSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     createdAt = serializers.DateTimeField(source="created_at")
     order = serializers.CharField(source="order.name")
-    spec = serializers.JSONField()
+    spec = ObjectField()
     status = ChallengeStatusSerializer(source="*")
 
 
@@ -39,30 +38,13 @@ class ChallengeViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resourc
     queryset = Challenge.objects.all()
     serializer_class = ChallengeSerializer
 
-    def get_queryset(self) -> Any:
-        qs = Challenge.objects.select_related("order").order_by("created_at", "id")
-        qs = self.filter_exact(
-            qs,
-            (
-                ("order", "order__name"),
-                ("dnsName", "dns_name"),
-                ("type", "type"),
-                ("state", "state"),
-            ),
-        )
-        processing = self.query_param("processing").lower()
-        if processing in {"true", "false"}:
-            qs = qs.filter(processing=processing == "true")
-        return qs
-
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("order", str, description="Order name"),
-            OpenApiParameter("dnsName", str),
-            OpenApiParameter("type", str, enum=["http-01", "dns-01"]),
-            OpenApiParameter("state", str, enum=[s for s in ChallengeState.values if s]),
-            OpenApiParameter("processing", bool),
-        ]
+    filters = (
+        QueryFilter("order", "order__name", "Order name"),
+        QueryFilter("dnsName", "dns_name"),
+        QueryFilter("type", "type", choices=tuple(ChallengeType.values)),
+        QueryFilter("state", "state", choices=tuple(s for s in ChallengeState.values if s)),
+        QueryFilter("processing", "processing", boolean=True),
     )
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().list(request, *args, **kwargs)
+
+    def get_queryset(self) -> Any:
+        return Challenge.objects.select_related("order").order_by("created_at", "id")

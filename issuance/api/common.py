@@ -1,4 +1,4 @@
-"""Shared API parts: the size-limited JSON parser, the write serializer, viewset base."""
+"""Shared API parts: the size-limited JSON parser, the write serializers, viewset bases."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ from typing import Any, ClassVar, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
+from rest_framework.exceptions import NotFound
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
 from issuance.api.errors import PayloadTooLarge
-from issuance.models.base import validate_resource_name
+from issuance.api.query import QueryFilterBackend, QueryParamsMixin
+from issuance.api.schema import NAME_MAX_LENGTH, NAME_SCHEMA, ObjectField, StrictCharField
+from issuance.models.base import NAME_RE, validate_resource_name
 
 API_VERSION = "cert-manager.io/v1"
 
@@ -55,49 +59,107 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+@extend_schema_field(NAME_SCHEMA)
+class NameField(StrictCharField):
+    """A resource name (a Kubernetes object name)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            max_length=NAME_MAX_LENGTH,
+            trim_whitespace=False,  # " web" is not the name "web"
+            validators=[validate_resource_name],
+            **kwargs,
+        )
+
+
+@extend_schema_field(
+    {"type": "object", "properties": {"name": NAME_SCHEMA}, "additionalProperties": {}}
+)
+class MetadataField(ObjectField):
+    """A manifest's metadata: only `name` is read (labels and the like are ignored)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if "name" not in value:
+            return value
+        if not isinstance(value["name"], str):
+            raise serializers.ValidationError("name must be a string")
+        try:
+            validate_resource_name(value["name"])
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError([f"name {m}" for m in exc.messages]) from None
+        return value
+
+
+def kind_field(*kinds: str) -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=list(kinds),
+        required=False,
+        error_messages={"invalid_choice": f"must be one of {', '.join(kinds)}"},
+    )
+
+
+IGNORED = "Ignored (read only; accepted so that a GET's answer can be sent back)."
+
+
 class ResourceWriteSerializer(serializers.Serializer[Any]):
     """Request body: {"name", "spec"}, or a cert-manager manifest (apiVersion, kind,
-    metadata.name, spec). `status` and read-only fields sent back from a GET are ignored."""
+    metadata.name, spec). `status` and read-only fields sent back from a GET are ignored;
+    any other field is an error. Each resource's subclass names the kinds it accepts."""
 
-    IGNORED: ClassVar[tuple[str, ...]] = ("status", "createdAt", "updatedAt", "generation")
+    # issuance.api.schema: `additionalProperties: false`, as unknown fields are errors.
+    reject_unknown_fields: ClassVar[bool] = True
 
-    name = serializers.CharField(required=False, max_length=253)
-    spec = serializers.JSONField()
-    apiVersion = serializers.CharField(required=False)
-    kind = serializers.CharField(required=False)
-    metadata = serializers.JSONField(required=False)
+    name = NameField(required=False)
+    spec = ObjectField(help_text="The resource's spec, as in cert-manager.")
+    apiVersion = serializers.ChoiceField(
+        choices=[API_VERSION],
+        required=False,
+        error_messages={"invalid_choice": f"must be {API_VERSION}"},
+    )
+    kind = kind_field()  # each resource's subclass names its kinds
+    metadata = MetadataField(required=False)
+    status = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
+    createdAt = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
+    updatedAt = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
+    generation = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
 
-    def __init__(self, *args: Any, kinds: tuple[str, ...] = (), **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.kinds = kinds
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        known = set(self.fields) | set(self.IGNORED)
-        unknown = sorted(k for k in getattr(self, "initial_data", {}) if k not in known)
-        errors: dict[str, list[str]] = {k: ["unsupported field"] for k in unknown}
-        metadata = attrs.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            errors["metadata"] = ["must be an object"]
-            metadata = {}
-        meta_name = metadata.get("name")
-        name = attrs.get("name") or meta_name
-        if attrs.get("name") and meta_name and attrs["name"] != meta_name:
-            errors["metadata.name"] = ["differs from name"]
-        if name is not None:
-            try:
-                validate_resource_name(str(name))
-            except DjangoValidationError as exc:
-                errors["name"] = list(exc.messages)
-        if attrs.get("apiVersion") not in (None, API_VERSION):
-            errors["apiVersion"] = [f"must be {API_VERSION}"]
-        if self.kinds and attrs.get("kind") not in (None, *self.kinds):
-            errors["kind"] = [f"must be one of {', '.join(self.kinds)}"]
-        if not isinstance(attrs.get("spec"), dict):
-            errors["spec"] = ["must be an object"]
+    def to_internal_value(self, data: Any) -> Any:
+        """Field errors and unknown fields, reported together."""
+        errors: dict[str, Any] = {}
+        if isinstance(data, Mapping):
+            errors = {k: ["unsupported field"] for k in data if k not in self.fields}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            detail = (
+                exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+            )
+            raise serializers.ValidationError({**errors, **detail}) from None
         if errors:
             raise serializers.ValidationError(errors)
-        attrs["name"] = name
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        meta_name = (attrs.get("metadata") or {}).get("name")
+        if attrs.get("name") and meta_name and attrs["name"] != meta_name:
+            raise serializers.ValidationError({"metadata.name": ["differs from name"]})
+        attrs["name"] = attrs.get("name") or meta_name
+        if self.partial:
+            attrs.setdefault("spec", {})  # a merge patch that changes no spec field
         return attrs
+
+
+class IssuerWriteSerializer(ResourceWriteSerializer):
+    kind = kind_field("Issuer", "ClusterIssuer")
+
+
+class CertificateWriteSerializer(ResourceWriteSerializer):
+    kind = kind_field("Certificate")
+
+
+class CertificateRequestWriteSerializer(ResourceWriteSerializer):
+    kind = kind_field("CertificateRequest")
 
 
 class PrebuiltFieldsMixin:
@@ -127,38 +189,39 @@ class PrebuiltFieldsMixin:
 class ActionBodySerializer(serializers.Serializer[Any]):
     """Body of approve/deny: a reason (CamelCase word) and a free-text message."""
 
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=128)
-    message = serializers.CharField(required=False, allow_blank=True, max_length=1024)
+    reason = StrictCharField(required=False, allow_blank=True, max_length=128)
+    message = StrictCharField(required=False, allow_blank=True, max_length=1024)
 
 
-class ResourceViewSet(viewsets.GenericViewSet[Any]):
-    """Base for resource viewsets: lookup by name (names may contain dots), JSON bodies only."""
+class ApiViewSet(QueryParamsMixin, viewsets.GenericViewSet[Any]):
+    """Base for the API's viewsets: JSON bodies only, checked query strings, declared filters."""
+
+    parser_classes = [LimitedJSONParser]
+    filter_backends = [QueryFilterBackend]
+
+
+class ResourceViewSet(ApiViewSet):
+    """Base for resource viewsets: lookup by name (names may contain dots)."""
 
     lookup_field = "name"
     lookup_value_regex = r"[^/]+"
-    parser_classes = [LimitedJSONParser]
     required_roles: ClassVar[dict[str, str]] = {}
 
     def actor(self) -> str:
         return str(self.request.user.get_username())
 
-    def query_param(self, name: str) -> str:
-        return str(self.request.query_params.get(name) or "").strip()
-
-    def filter_exact(self, qs: Any, params: tuple[tuple[str, str], ...]) -> Any:
-        """Apply `?param=value` as `lookup=value` for each (param, lookup) that is given."""
-        return filter_exact(self.request, qs, params)
-
-
-def filter_exact(request: Request, qs: Any, params: tuple[tuple[str, str], ...]) -> Any:
-    for param, lookup in params:
-        value = str(request.query_params.get(param) or "").strip()
-        if value:
-            qs = qs.filter(**{lookup: value})
-    return qs
+    def get_object(self) -> Any:
+        name = self.kwargs[self.lookup_field]
+        if not NAME_RE.fullmatch(name):
+            # Cannot exist (and PostgreSQL text cannot hold some characters, e.g. NUL).
+            model = self.get_queryset().model
+            raise NotFound(f"No {model._meta.object_name} matches the given query.")
+        return super().get_object()
 
 
-def read_write_body(request: Request, kinds: tuple[str, ...]) -> dict[str, Any]:
-    serializer = ResourceWriteSerializer(data=request.data, kinds=kinds)
+def read_write_body(
+    request: Request, serializer_class: type[ResourceWriteSerializer], partial: bool = False
+) -> dict[str, Any]:
+    serializer = serializer_class(data=request.data, partial=partial)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)

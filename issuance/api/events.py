@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import mixins, serializers, viewsets
-from rest_framework.request import Request
-from rest_framework.response import Response
+from rest_framework import mixins, serializers
 
-from issuance.api.common import LimitedJSONParser, filter_exact
+from issuance.api.common import ApiViewSet
+from issuance.api.query import QueryFilter
 from issuance.models import Event
 
 
@@ -25,35 +23,23 @@ class EventSerializer(serializers.Serializer[Any]):
     createdAt = serializers.DateTimeField(source="created_at")
 
 
-class EventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Any]):
+class EventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet):
     """Events, newest first. Filters: `kind`, `name`, `certificate` (the whole tree of a
     Certificate: its requests, orders and challenges), `type`, `reason`, `actor`."""
 
     queryset = Event.objects.all()
     serializer_class = EventSerializer
-    parser_classes = [LimitedJSONParser]
+    filters = tuple(
+        QueryFilter(param, lookup)
+        for param, lookup in (
+            ("kind", "kind"),
+            ("name", "name"),
+            ("certificate", "certificate_name"),
+            ("type", "type"),
+            ("reason", "reason"),
+            ("actor", "actor"),
+        )
+    )
 
     def get_queryset(self) -> Any:
-        qs = Event.objects.order_by("-created_at", "-id")
-        qs = filter_exact(
-            self.request,
-            qs,
-            (
-                ("kind", "kind"),
-                ("name", "name"),
-                ("certificate", "certificate_name"),
-                ("type", "type"),
-                ("reason", "reason"),
-                ("actor", "actor"),
-            ),
-        )
-        return qs
-
-    @extend_schema(
-        parameters=[
-            OpenApiParameter(p, str)
-            for p in ("kind", "name", "certificate", "type", "reason", "actor")
-        ]
-    )
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().list(request, *args, **kwargs)
+        return Event.objects.order_by("-created_at", "-id")

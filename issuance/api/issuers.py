@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,17 +13,23 @@ from rest_framework.response import Response
 from issuance import events
 from issuance.acme import health
 from issuance.api.common import (
+    IssuerWriteSerializer,
     ResourceViewSet,
-    ResourceWriteSerializer,
     merge_patch,
     read_write_body,
 )
 from issuance.api.errors import Conflict
 from issuance.api.permissions import OPERATOR
-from issuance.models import Issuer
+from issuance.api.query import QueryFilter
+from issuance.api.schema import ObjectField, ObjectListField
+from issuance.models import Issuer, IssuerKind
 from issuance.specs import apply_issuer_ex
 
-KINDS = ("Issuer", "ClusterIssuer")
+CREATE_EXAMPLE = OpenApiExample(
+    "A self-signed issuer",
+    value={"name": "selfsigned", "kind": "Issuer", "spec": {"selfSigned": {}}},
+    request_only=True,
+)
 
 
 class IssuerAcmeStatusSerializer(serializers.Serializer[Any]):
@@ -63,13 +69,14 @@ def ca_status(issuer: Issuer) -> dict[str, Any] | None:
 
 
 class IssuerStatusSerializer(serializers.Serializer[Any]):
-    conditions = serializers.JSONField()
+    conditions = ObjectListField()
     observedGeneration = serializers.IntegerField(source="observed_generation")
     message = serializers.CharField(source="status_message")
     lastError = serializers.CharField(source="last_error")
     acme = serializers.SerializerMethodField()
     ca = serializers.SerializerMethodField()
 
+    @extend_schema_field(IssuerAcmeStatusSerializer(allow_null=True))
     def get_acme(self, obj: Issuer) -> dict[str, Any] | None:
         if obj.kind != "acme":
             return None
@@ -87,9 +94,10 @@ class IssuerSerializer(serializers.Serializer[Any]):
     generation = serializers.IntegerField()
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
-    spec = serializers.JSONField()
+    spec = ObjectField()
     status = IssuerStatusSerializer(source="*")
 
+    @extend_schema_field(serializers.ChoiceField(choices=["Issuer", "ClusterIssuer"]))
     def get_kind(self, obj: Issuer) -> str:
         return "ClusterIssuer" if obj.cluster_scoped else "Issuer"
 
@@ -111,20 +119,20 @@ class IssuerViewSet(
         "destroy": OPERATOR,
     }
 
+    filters = (QueryFilter("kind", "kind", "issuer type", choices=tuple(IssuerKind.values)),)
+
     def get_queryset(self) -> Any:
-        qs = Issuer.objects.order_by("name")
-        kind = self.query_param("kind")
-        if kind:
-            qs = qs.filter(kind=kind)
-        return qs
+        return Issuer.objects.order_by("name")
 
     def _apply(self, name: str, spec: Any, kind: str | None, current: Issuer | None) -> Issuer:
         cluster = (kind == "ClusterIssuer") if kind else bool(current and current.cluster_scoped)
         return apply_issuer_ex(name, spec, cluster=cluster, actor=self.actor()).obj
 
-    @extend_schema(request=ResourceWriteSerializer, responses={201: IssuerSerializer})
+    @extend_schema(
+        request=IssuerWriteSerializer, responses={201: IssuerSerializer}, examples=[CREATE_EXAMPLE]
+    )
     def create(self, request: Request) -> Response:
-        body = read_write_body(request, KINDS)
+        body = read_write_body(request, IssuerWriteSerializer)
         if not body.get("name"):
             return Response({"name": ["is required"]}, status=status.HTTP_400_BAD_REQUEST)
         if Issuer.objects.filter(name=body["name"]).exists():
@@ -134,20 +142,20 @@ class IssuerViewSet(
         issuer = self._apply(body["name"], body["spec"], body.get("kind"), None)
         return Response(IssuerSerializer(issuer).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=ResourceWriteSerializer, responses=IssuerSerializer)
+    @extend_schema(request=IssuerWriteSerializer, responses=IssuerSerializer)
     def update(self, request: Request, name: str) -> Response:
         current = self.get_object()
-        body = read_write_body(request, KINDS)
+        body = read_write_body(request, IssuerWriteSerializer)
         if body.get("name") not in (None, current.name):
             return Response({"name": ["cannot be changed"]}, status=status.HTTP_400_BAD_REQUEST)
         issuer = self._apply(current.name, body["spec"], body.get("kind"), current)
         return Response(IssuerSerializer(issuer).data)
 
-    @extend_schema(request=ResourceWriteSerializer, responses=IssuerSerializer)
+    @extend_schema(request=IssuerWriteSerializer, responses=IssuerSerializer)
     def partial_update(self, request: Request, name: str) -> Response:
         """JSON merge patch (RFC 7386) of the spec: `null` removes a field."""
         current = self.get_object()
-        body = read_write_body(request, KINDS)
+        body = read_write_body(request, IssuerWriteSerializer, partial=True)
         spec = merge_patch(current.spec, body["spec"])
         issuer = self._apply(current.name, spec, body.get("kind"), current)
         return Response(IssuerSerializer(issuer).data)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers
-from rest_framework.request import Request
-from rest_framework.response import Response
 
 from issuance.api.common import ResourceViewSet
+from issuance.api.query import QueryFilter
+from issuance.api.schema import ObjectField, ObjectListField
 from issuance.models import Order, OrderState
 
 
@@ -30,11 +29,11 @@ class OrderStatusSerializer(serializers.Serializer[Any]):
     url = serializers.CharField()
     finalizeURL = serializers.CharField(source="finalize_url")
     certificateURL = serializers.CharField(source="certificate_url")
-    state = serializers.CharField()
+    state = serializers.ChoiceField(choices=OrderState.choices)
     reason = serializers.CharField()
-    authorizations = serializers.JSONField()
+    authorizations = ObjectListField()
     certificate = serializers.CharField(source="certificate_pem")
-    failureTime = serializers.DateTimeField(source="failure_time")
+    failureTime = serializers.DateTimeField(source="failure_time", allow_null=True)
     lastError = serializers.CharField(source="last_error")
     restarts = OrderRestartSerializer(many=True)
 
@@ -44,7 +43,7 @@ class OrderSerializer(serializers.Serializer[Any]):
     createdAt = serializers.DateTimeField(source="created_at")
     request = serializers.CharField(source="request.name")
     certificate = serializers.SerializerMethodField()
-    spec = serializers.JSONField()
+    spec = ObjectField()
     status = OrderStatusSerializer(source="*")
 
     def get_certificate(self, obj: Order) -> str | None:
@@ -59,26 +58,13 @@ class OrderViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ResourceVie
     queryset = Order.objects.all()
     serializer_class = OrderSerializer
 
+    filters = (
+        QueryFilter("request", "request__name", "CertificateRequest name"),
+        QueryFilter("certificate", "request__certificate__name", "Certificate name"),
+        QueryFilter("state", "state", choices=tuple(s for s in OrderState.values if s)),
+    )
+
     def get_queryset(self) -> Any:
-        qs = Order.objects.select_related("request", "request__certificate").order_by(
+        return Order.objects.select_related("request", "request__certificate").order_by(
             "-created_at", "-id"
         )
-        qs = self.filter_exact(
-            qs,
-            (
-                ("request", "request__name"),
-                ("certificate", "request__certificate__name"),
-                ("state", "state"),
-            ),
-        )
-        return qs
-
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("request", str, description="CertificateRequest name"),
-            OpenApiParameter("certificate", str, description="Certificate name"),
-            OpenApiParameter("state", str, enum=list(OrderState.values)),
-        ]
-    )
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().list(request, *args, **kwargs)

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from issuance.api.query import QueryParamsMixin
 from issuance.models import Challenge
 
 SchedulerStateSerializer = inline_serializer(
@@ -27,7 +28,7 @@ SchedulerStateSerializer = inline_serializer(
 )
 
 
-class SchedulerView(APIView):
+class SchedulerView(QueryParamsMixin, APIView):
     @extend_schema(responses=SchedulerStateSerializer)
     def get(self, request: Request) -> Response:
         processing = Challenge.objects.filter(processing=True).count()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from issuance.api.certificaterequests import CertificateRequestViewSet
@@ -13,7 +14,15 @@ from issuance.api.challenges import ChallengeViewSet
 from issuance.api.events import EventViewSet
 from issuance.api.issuers import IssuerViewSet
 from issuance.api.orders import OrderViewSet
+from issuance.api.query import QueryParamsMixin
 from issuance.api.scheduler import SchedulerView
+
+
+class ObtainTokenView(QueryParamsMixin, ObtainAuthToken):
+    """DRF's token for a username and password (anyone may ask; wrong credentials: 400)."""
+
+    permission_classes = [AllowAny]
+
 
 router = DefaultRouter()
 router.register("issuers", IssuerViewSet, basename="issuer")
@@ -25,7 +34,7 @@ router.register("events", EventViewSet, basename="event")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/scheduler/", SchedulerView.as_view(), name="api-scheduler"),
-    path("api/v1/token/", obtain_auth_token, name="api-token"),
+    path("api/v1/token/", ObtainTokenView.as_view(), name="api-token"),
     path("api/v1/", include(router.urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

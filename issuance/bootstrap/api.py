@@ -7,41 +7,88 @@ GET  /api/v1/bootstrap/certificaterequests/<name>/   one of them (404 for others
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from rest_framework import status
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from issuance.api.common import LimitedJSONParser, NameField
+from issuance.api.query import QueryParamsMixin
+from issuance.api.schema import BlankAsNullField, ObjectField, ObjectListField
 from issuance.bootstrap.auth import BootstrapClient, BootstrapTokenAuthentication, IsBootstrapClient
-from issuance.bootstrap.requests import TooManyPending, submit
-from issuance.models import CertificateRequest
+from issuance.bootstrap.requests import MAX_PENDING_PER_TOKEN, TooManyPending, submit
+from issuance.models import Approval, CertificateRequest, RequestState
+from issuance.models.base import NAME_RE
+from issuance.pki.signing import SUPPORTED_USAGES
+from issuance.specs.certificaterequest import MIN_EXPIRATION_SECONDS
+
+# The newest requests a listing shows.
+LIST_LIMIT = 100
 
 
-def represent(cr: CertificateRequest) -> dict[str, Any]:
-    spec = {k: v for k, v in cr.spec.items()}
-    return {
-        "name": cr.name,
-        "createdAt": cr.created_at.isoformat(),
-        "spec": spec,
-        "status": {
-            "approval": cr.approval,
-            "state": cr.state,
-            "decidedBy": cr.decided_by,
-            "decidedAt": cr.decided_at.isoformat() if cr.decided_at else None,
-            "conditions": cr.conditions,
-            "certificate": cr.certificate_pem or None,
-            "ca": cr.ca_pem or None,
-            "failureTime": cr.failure_time.isoformat() if cr.failure_time else None,
-        },
-    }
+class BootstrapTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    """The bootstrap API's security scheme in the OpenAPI schema."""
+
+    target_class = BootstrapTokenAuthentication
+    name = "bootstrapToken"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "<6 char id>.<16 char secret>",
+            "description": "A bootstrap token (manage.py bootstrap_token create).",
+        }
 
 
-class _BootstrapView(APIView):
+class BootstrapSubmitSerializer(serializers.Serializer[Any]):
+    """The body of a submission (issuance.bootstrap.requests validates it)."""
+
+    reject_unknown_fields: ClassVar[bool] = True  # issuance.api.schema
+
+    name = NameField(required=False, help_text="Generated when not given.")
+    request = serializers.CharField(help_text="The CSR, PEM (or base64 of the PEM).")
+    issuerRef = inline_serializer(
+        "BootstrapIssuerRef", {"name": serializers.CharField()}, required=False
+    )
+    signerName = serializers.CharField(
+        required=False, help_text="Instead of issuerRef: mapped by KUBE_SIGNER_NAMES."
+    )
+    expirationSeconds = serializers.IntegerField(
+        required=False, allow_null=True, min_value=MIN_EXPIRATION_SECONDS
+    )
+    usages = serializers.ListField(
+        child=serializers.ChoiceField(choices=sorted(SUPPORTED_USAGES)), required=False
+    )
+
+
+class BootstrapStatusSerializer(serializers.Serializer[Any]):
+    approval = serializers.ChoiceField(choices=Approval.choices)
+    state = serializers.ChoiceField(choices=RequestState.choices)
+    decidedBy = serializers.CharField(source="decided_by")
+    decidedAt = serializers.DateTimeField(source="decided_at", allow_null=True)
+    conditions = ObjectListField()
+    certificate = BlankAsNullField(source="certificate_pem", help_text="PEM chain once signed.")
+    ca = BlankAsNullField(source="ca_pem", help_text="PEM of the issuing CA once signed.")
+    failureTime = serializers.DateTimeField(source="failure_time", allow_null=True)
+
+
+class BootstrapCertificateRequestSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    spec = ObjectField()
+    status = BootstrapStatusSerializer(source="*")
+
+
+class _BootstrapView(QueryParamsMixin, APIView):
     authentication_classes = [BootstrapTokenAuthentication]
     permission_classes = [IsBootstrapClient]
+    parser_classes = [LimitedJSONParser]
 
     def own(self, request: Request) -> Any:
         client: BootstrapClient = request.user  # type: ignore[assignment]
@@ -51,23 +98,46 @@ class _BootstrapView(APIView):
 
 
 class BootstrapRequestList(_BootstrapView):
-    def get(self, request: Request) -> Response:
-        items = list(self.own(request).order_by("-created_at", "-id")[:100])
-        return Response({"items": [represent(cr) for cr in items]})
+    # At most MAX_PENDING_PER_TOKEN requests of a token wait for approval at once.
+    extra_error_statuses: ClassVar[dict[str, tuple[int, ...]]] = {"POST": (429,)}
 
+    @extend_schema(
+        responses=inline_serializer(
+            "BootstrapCertificateRequestList",
+            {"items": BootstrapCertificateRequestSerializer(many=True)},
+        ),
+        description=f"This token's requests, newest first (at most {LIST_LIMIT}).",
+        operation_id="v1_bootstrap_certificaterequests_list",
+    )
+    def get(self, request: Request) -> Response:
+        items = self.own(request).order_by("-created_at", "-id")[:LIST_LIMIT]
+        return Response({"items": BootstrapCertificateRequestSerializer(items, many=True).data})
+
+    @extend_schema(
+        request=BootstrapSubmitSerializer,
+        responses={201: BootstrapCertificateRequestSerializer},
+        description="Submit a CSR (it waits for approval; at most "
+        f"{MAX_PENDING_PER_TOKEN} of a token's requests wait at once, 429 beyond).",
+    )
     def post(self, request: Request) -> Response:
         client: BootstrapClient = request.user  # type: ignore[assignment]
         try:
             cr = submit(client.token, request.data)
         except TooManyPending as exc:
             raise Throttled(detail=str(exc)) from None
-        return Response(represent(cr), status=status.HTTP_201_CREATED)
+        return Response(
+            BootstrapCertificateRequestSerializer(cr).data, status=status.HTTP_201_CREATED
+        )
 
 
 class BootstrapRequestDetail(_BootstrapView):
+    @extend_schema(responses=BootstrapCertificateRequestSerializer)
     def get(self, request: Request, name: str) -> Response:
+        # Same answer for "not yours" and "does not exist": names are not disclosed.
+        missing = NotFound(f"no CertificateRequest {name!r} submitted with this token")
+        if not NAME_RE.fullmatch(name):
+            raise missing
         cr = self.own(request).filter(name=name).first()
         if cr is None:
-            # Same answer for "not yours" and "does not exist": names are not disclosed.
-            raise NotFound(f"no CertificateRequest {name!r} submitted with this token")
-        return Response(represent(cr))
+            raise missing
+        return Response(BootstrapCertificateRequestSerializer(cr).data)

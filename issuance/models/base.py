@@ -19,7 +19,7 @@ NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 def validate_resource_name(value: str) -> None:
     """Kubernetes object names (RFC 1123 subdomain), so manifests can be applied unchanged."""
-    if not NAME_RE.match(value or ""):
+    if not NAME_RE.fullmatch(value or ""):  # match() would let a trailing newline through
         raise ValidationError(
             "must be lowercase letters, digits, '-' or '.', start and end with a letter or "
             "digit, and be at most 253 characters",

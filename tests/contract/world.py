@@ -1,0 +1,87 @@
+"""The rows the API contract run starts from: one of everything the API shows, in real states.
+
+Plain code (no pytest): the contract test calls `build()` on its test database, and by hand
+`manage.py shell -c "from tests.contract.world import build; print(build())"` prints the two
+credentials to run schemathesis with (README, "The API contract").
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth.models import User
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from issuance import actions
+from issuance.bootstrap.requests import submit
+from issuance.bootstrap.tokens import create_token
+from issuance.models import AcmeServer, CertificateRequest, Event
+from issuance.pki.csr import build_csr
+from issuance.pki.keys import generate_private_key
+from issuance.worker import Worker
+from tests.challenges.builders import make_acme_issuer, make_challenge, make_order
+from tests.factories import make_ca_issuer, make_certificate, make_selfsigned_issuer
+
+ACME_SERVER = "https://ca.invalid/dir"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    admin_token: str  # `Authorization: Token <admin_token>`, a superuser's API token
+    bootstrap_token: str  # `Authorization: Bearer <bootstrap_token>`
+
+    def __str__(self) -> str:
+        return f"ADMIN_TOKEN={self.admin_token}\nBOOTSTRAP_TOKEN={self.bootstrap_token}"
+
+
+def csr_pem(*dns_names: str, common_name: str = "") -> str:
+    key = generate_private_key({"algorithm": "ECDSA", "size": 256})
+    return build_csr(key, {"commonName": common_name, "dnsNames": list(dns_names)})
+
+
+def build() -> Credentials:
+    """Issuers of every kind, issued and pending certificates, decided and pending requests,
+    an ACME order with challenges, a CA that does not answer, events, and both tokens."""
+    admin = User.objects.create_superuser("admin", "admin@example.test", secrets.token_hex(8))
+    token = Token.objects.create(user=admin)
+    selfsigned = make_selfsigned_issuer("ss")
+    make_ca_issuer("node-ca", "node-ca-key-pair")
+    acme = make_acme_issuer("acme", server=ACME_SERVER)
+    make_certificate("shop", selfsigned, privateKey={"algorithm": "ECDSA", "size": 256})
+    Worker(threads=1).run_once()  # "shop" is issued: dates, revision, a stored key pair
+    make_certificate("waiting", acme)
+    AcmeServer.objects.create(
+        directory_url=ACME_SERVER,
+        unreachable_since=timezone.now() - timedelta(minutes=5),
+        unreachable_error="connection refused",
+        failed_requests=3,
+        probe_at=timezone.now() + timedelta(minutes=1),
+    )
+    order = make_order(acme, "shop-order")
+    make_challenge(order, "www.example.test", processing=True, state="pending", presented=True)
+    make_challenge(order, "api.example.test", "dns-01")
+    for name, decide in (("ext-pending", None), ("ext-denied", actions.deny)):
+        request = CertificateRequest.objects.create(
+            name=name,
+            issuer=selfsigned,
+            spec={"request": csr_pem(f"{name}.example.test"), "issuerRef": {"name": "ss"}},
+            requester="someone",
+            source="api",
+        )
+        if decide is not None:
+            decide(request, actor="admin", reason="Checked", message="by the contract world")
+    bootstrap_row, bootstrap = create_token(actor="admin", description="contract")
+    submit(
+        bootstrap_row,
+        {
+            "name": "node-1-serving",
+            "request": csr_pem("node-1.example.test", common_name="system:node:node-1"),
+            "issuerRef": {"name": "node-ca"},
+            "expirationSeconds": 3600,
+        },
+    )
+    Event.objects.create(kind="Certificate", name="shop", reason="Checked", actor="admin")
+    return Credentials(admin_token=token.key, bootstrap_token=bootstrap)
