@@ -102,13 +102,32 @@ def kind_field(*kinds: str) -> serializers.ChoiceField:
 IGNORED = "Ignored (read only; accepted so that a GET's answer can be sent back)."
 
 
-class ResourceWriteSerializer(serializers.Serializer[Any]):
+class StrictSerializer(serializers.Serializer[Any]):
+    """A request body whose unknown fields are errors (with the field errors, all at once);
+    issuance.api.schema documents it with `additionalProperties: false`."""
+
+    reject_unknown_fields: ClassVar[bool] = True
+
+    def to_internal_value(self, data: Any) -> Any:
+        errors: dict[str, Any] = {}
+        if isinstance(data, Mapping):
+            errors = {k: ["unsupported field"] for k in data if k not in self.fields}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            detail = (
+                exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+            )
+            raise serializers.ValidationError({**errors, **detail}) from None
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+class ResourceWriteSerializer(StrictSerializer):
     """Request body: {"name", "spec"}, or a cert-manager manifest (apiVersion, kind,
     metadata.name, spec). `status` and read-only fields sent back from a GET are ignored;
     any other field is an error. Each resource's subclass names the kinds it accepts."""
-
-    # issuance.api.schema: `additionalProperties: false`, as unknown fields are errors.
-    reject_unknown_fields: ClassVar[bool] = True
 
     name = NameField(required=False)
     spec = ObjectField(help_text="The resource's spec, as in cert-manager.")
@@ -123,22 +142,6 @@ class ResourceWriteSerializer(serializers.Serializer[Any]):
     createdAt = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
     updatedAt = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
     generation = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
-
-    def to_internal_value(self, data: Any) -> Any:
-        """Field errors and unknown fields, reported together."""
-        errors: dict[str, Any] = {}
-        if isinstance(data, Mapping):
-            errors = {k: ["unsupported field"] for k in data if k not in self.fields}
-        try:
-            value = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            detail = (
-                exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
-            )
-            raise serializers.ValidationError({**errors, **detail}) from None
-        if errors:
-            raise serializers.ValidationError(errors)
-        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         meta_name = (attrs.get("metadata") or {}).get("name")

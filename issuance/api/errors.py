@@ -8,7 +8,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import IntegrityError
 from django.db.models import ProtectedError
 from rest_framework import status
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -58,4 +58,22 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         from django.conf import settings
 
         exc = PayloadTooLarge(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    if isinstance(exc, ValidationError) and isinstance(exc.detail, dict):
+        exc.detail = flat_errors(exc.detail)
     return drf_exception_handler(exc, context)
+
+
+def flat_errors(detail: Any, path: str = "") -> dict[str, Any]:
+    """Nested serializer errors as field paths, the shape spec errors have (and the schema's
+    ValidationError says): {"issuerRef": {"name": [...]}} → {"issuerRef.name": [...]},
+    {"usages": {1: [...]}} → {"usages[1]": [...]}."""
+    if isinstance(detail, list):
+        return {path or "non_field_errors": detail}
+    flat: dict[str, Any] = {}
+    for key, value in detail.items():
+        inner = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}".lstrip(".")
+        if isinstance(value, dict):
+            flat.update(flat_errors(value, inner))
+        else:
+            flat[inner] = value
+    return flat

@@ -118,12 +118,10 @@ class AutoSchema(SpectacularAutoSchema):
             schema["additionalProperties"] = False
         return schema
 
-    def _resolve_path_parameters(self, variables: list[str]) -> list[dict[str, Any]]:
-        parameters: list[dict[str, Any]] = super()._resolve_path_parameters(  # type: ignore[no-untyped-call]
-            variables
-        )
+    def _get_parameters(self) -> list[dict[str, Any]]:
+        parameters: list[dict[str, Any]] = super()._get_parameters()
         for parameter in parameters:
-            if parameter["name"] == "name":
+            if parameter["in"] == "path" and parameter["name"] == "name":
                 parameter["schema"] = dict(NAME_SCHEMA)
         return parameters
 
@@ -133,6 +131,15 @@ class StrictCharField(serializers.CharField):
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer that must be sent as a JSON number without a fraction (not "5", 5.0, true)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
         return super().to_internal_value(data)
 

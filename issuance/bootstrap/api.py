@@ -10,25 +10,59 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from issuance.api.common import LimitedJSONParser, NameField
+from issuance.api.common import LimitedJSONParser, NameField, StrictSerializer
 from issuance.api.query import QueryParamsMixin
-from issuance.api.schema import BlankAsNullField, ObjectField, ObjectListField
+from issuance.api.schema import (
+    BlankAsNullField,
+    ObjectField,
+    ObjectListField,
+    StrictCharField,
+    StrictIntegerField,
+)
 from issuance.bootstrap.auth import BootstrapClient, BootstrapTokenAuthentication, IsBootstrapClient
 from issuance.bootstrap.requests import MAX_PENDING_PER_TOKEN, TooManyPending, submit
+from issuance.durations import MAX_SECONDS
 from issuance.models import Approval, CertificateRequest, RequestState
 from issuance.models.base import NAME_RE
 from issuance.pki.signing import SUPPORTED_USAGES
+from issuance.specs.certificate import ISSUER_GROUP, ISSUER_KINDS
 from issuance.specs.certificaterequest import MIN_EXPIRATION_SECONDS
 
 # The newest requests a listing shows.
 LIST_LIMIT = 100
+# A real CSR (its key was thrown away), so the documented example can be submitted as is.
+EXAMPLE_CSR = """-----BEGIN CERTIFICATE REQUEST-----
+MIIBCDCBsAIBADAdMRswGQYDVQQDDBJzeXN0ZW06bm9kZTpub2RlLTEwWTATBgcq
+hkjOPQIBBggqhkjOPQMBBwNCAARbE+ISkF2sOS306dI8nHUM4Vlkw4bElFfjOSQ5
+kim+sWpQQOomAJ4mGgEz3OMLVuj+r/TvgvyL3vYd414ztFnXoDEwLwYJKoZIhvcN
+AQkOMSIwIDAeBgNVHREEFzAVghNub2RlLTEuZXhhbXBsZS50ZXN0MAoGCCqGSM49
+BAMCA0cAMEQCIAG5L7X/5FpRyETmgIIIMOyWKcDvc8gKF1p93rsejyrzAiBcK4Dq
+mVTypjSacgX9v2RK8lob8uX82VQZ5VgQ7bBhSw==
+-----END CERTIFICATE REQUEST-----
+"""
+SUBMIT_EXAMPLE = OpenApiExample(
+    "A node's serving certificate",
+    value={
+        "request": EXAMPLE_CSR,
+        "issuerRef": {"name": "node-ca"},
+        "expirationSeconds": 86400,
+        "usages": ["digital signature", "server auth"],
+    },
+    request_only=True,
+)
+NAME_EXAMPLE = OpenApiParameter(
+    "name",
+    str,
+    OpenApiParameter.PATH,
+    examples=[OpenApiExample("A node's request", value="node-1-serving")],
+)
 
 
 class BootstrapTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
@@ -46,21 +80,25 @@ class BootstrapTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-u
         }
 
 
-class BootstrapSubmitSerializer(serializers.Serializer[Any]):
-    """The body of a submission (issuance.bootstrap.requests validates it)."""
+class BootstrapIssuerRefSerializer(StrictSerializer):
+    name = NameField()
+    kind = serializers.ChoiceField(choices=ISSUER_KINDS, required=False)
+    group = serializers.ChoiceField(choices=[ISSUER_GROUP], required=False)
 
-    reject_unknown_fields: ClassVar[bool] = True  # issuance.api.schema
 
-    name = NameField(required=False, help_text="Generated when not given.")
-    request = serializers.CharField(help_text="The CSR, PEM (or base64 of the PEM).")
-    issuerRef = inline_serializer(
-        "BootstrapIssuerRef", {"name": serializers.CharField()}, required=False
+class BootstrapSubmitSerializer(StrictSerializer):
+    """The body of a submission: its shape (issuance.bootstrap.requests checks the rest)."""
+
+    name = NameField(required=False, allow_null=True, help_text="Generated when not given.")
+    request = StrictCharField(help_text="The CSR, PEM (or base64 of the PEM).")
+    issuerRef = BootstrapIssuerRefSerializer(required=False)
+    signerName = StrictCharField(
+        required=False,
+        allow_null=True,
+        help_text="Instead of issuerRef: mapped to an issuer by KUBE_SIGNER_NAMES.",
     )
-    signerName = serializers.CharField(
-        required=False, help_text="Instead of issuerRef: mapped by KUBE_SIGNER_NAMES."
-    )
-    expirationSeconds = serializers.IntegerField(
-        required=False, allow_null=True, min_value=MIN_EXPIRATION_SECONDS
+    expirationSeconds = StrictIntegerField(
+        required=False, allow_null=True, min_value=MIN_EXPIRATION_SECONDS, max_value=MAX_SECONDS
     )
     usages = serializers.ListField(
         child=serializers.ChoiceField(choices=sorted(SUPPORTED_USAGES)), required=False
@@ -116,11 +154,13 @@ class BootstrapRequestList(_BootstrapView):
     @extend_schema(
         request=BootstrapSubmitSerializer,
         responses={201: BootstrapCertificateRequestSerializer},
+        examples=[SUBMIT_EXAMPLE],
         description="Submit a CSR (it waits for approval; at most "
         f"{MAX_PENDING_PER_TOKEN} of a token's requests wait at once, 429 beyond).",
     )
     def post(self, request: Request) -> Response:
         client: BootstrapClient = request.user  # type: ignore[assignment]
+        BootstrapSubmitSerializer(data=request.data).is_valid(raise_exception=True)
         try:
             cr = submit(client.token, request.data)
         except TooManyPending as exc:
@@ -131,7 +171,7 @@ class BootstrapRequestList(_BootstrapView):
 
 
 class BootstrapRequestDetail(_BootstrapView):
-    @extend_schema(responses=BootstrapCertificateRequestSerializer)
+    @extend_schema(responses=BootstrapCertificateRequestSerializer, parameters=[NAME_EXAMPLE])
     def get(self, request: Request, name: str) -> Response:
         # Same answer for "not yours" and "does not exist": names are not disclosed.
         missing = NotFound(f"no CertificateRequest {name!r} submitted with this token")

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from issuance import events
-from issuance.durations import format_duration
+from issuance.durations import MAX_SECONDS, format_duration
 from issuance.models import CertificateRequest
 from issuance.pki.csr import MAX_CSR_PEM_BYTES, CSRError, parse_csr
 from issuance.specs.certificate import (
@@ -75,7 +75,9 @@ def validate_request_spec(
         if ref:
             out["issuerRef"] = ref
     duration = opt_duration(obj, "duration", path, errors)
-    seconds = opt_int(obj, "expirationSeconds", path, errors, minimum=MIN_EXPIRATION_SECONDS)
+    seconds = opt_int(
+        obj, "expirationSeconds", path, errors, minimum=MIN_EXPIRATION_SECONDS, maximum=MAX_SECONDS
+    )
     if duration and seconds is not None:
         errors.add(f"{path}.expirationSeconds", "set duration or expirationSeconds, not both")
     elif duration:
