@@ -20,9 +20,9 @@ from issuance.api.common import (
     read_write_body,
 )
 from issuance.api.errors import Conflict
+from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.permissions import APPROVER, OPERATOR
 from issuance.api.query import QueryFilter
-from issuance.api.schema import ObjectField, ObjectListField
 from issuance.models import Approval, CertificateRequest, ImmutableSpecError, RequestState
 from issuance.specs import create_certificate_request
 from issuance.specs.outcome import changed_fields

@@ -27,9 +27,9 @@ from issuance.api.common import (
     read_write_body,
 )
 from issuance.api.errors import Conflict
+from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.permissions import ADMIN, OPERATOR
 from issuance.api.query import QueryFilter
-from issuance.api.schema import ObjectField, ObjectListField
 from issuance.models import Certificate, CertificateState, Secret
 from issuance.specs import apply_certificate_ex
 from issuance.specs.certificate import CertificateExists

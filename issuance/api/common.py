@@ -8,17 +8,15 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 from django.conf import settings
-from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
 from issuance.api.errors import PayloadTooLarge
+from issuance.api.fields import MetadataField, NameField, ObjectField, StrictCharField
 from issuance.api.query import QueryFilterBackend, QueryParamsMixin
-from issuance.api.schema import NAME_MAX_LENGTH, NAME_SCHEMA, ObjectField, StrictCharField
-from issuance.models.base import NAME_RE, validate_resource_name
+from issuance.models.base import NAME_RE
 
 API_VERSION = "cert-manager.io/v1"
 
@@ -57,38 +55,6 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
-
-
-@extend_schema_field(NAME_SCHEMA)
-class NameField(StrictCharField):
-    """A resource name (a Kubernetes object name)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(
-            max_length=NAME_MAX_LENGTH,
-            trim_whitespace=False,  # " web" is not the name "web"
-            validators=[validate_resource_name],
-            **kwargs,
-        )
-
-
-@extend_schema_field(
-    {"type": "object", "properties": {"name": NAME_SCHEMA}, "additionalProperties": {}}
-)
-class MetadataField(ObjectField):
-    """A manifest's metadata: only `name` is read (labels and the like are ignored)."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        value = super().to_internal_value(data)
-        if "name" not in value:
-            return value
-        if not isinstance(value["name"], str):
-            raise serializers.ValidationError("name must be a string")
-        try:
-            validate_resource_name(value["name"])
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError([f"name {m}" for m in exc.messages]) from None
-        return value
 
 
 def kind_field(*kinds: str) -> serializers.ChoiceField:

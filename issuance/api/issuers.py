@@ -19,9 +19,9 @@ from issuance.api.common import (
     read_write_body,
 )
 from issuance.api.errors import Conflict
+from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.permissions import OPERATOR
 from issuance.api.query import QueryFilter
-from issuance.api.schema import ObjectField, ObjectListField
 from issuance.models import Issuer, IssuerKind
 from issuance.specs import apply_issuer_ex
 

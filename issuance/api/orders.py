@@ -7,8 +7,8 @@ from typing import Any
 from rest_framework import mixins, serializers
 
 from issuance.api.common import ResourceViewSet
+from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.query import QueryFilter
-from issuance.api.schema import ObjectField, ObjectListField
 from issuance.models import Order, OrderState
 
 

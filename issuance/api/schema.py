@@ -1,4 +1,4 @@
-"""The OpenAPI schema: every status an operation can answer, typed JSON fields, name patterns.
+"""The OpenAPI schema: every status an operation can answer, strict bodies, name patterns.
 
 drf-spectacular documents the success answer a view declares; the errors come from DRF and
 issuance.api.errors for whole classes of operations, so they are added here by rule rather
@@ -21,12 +21,10 @@ that pattern: a name that cannot exist is answered 404 without a query.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
-from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
 
 from issuance.api.permissions import RolePermission
@@ -124,47 +122,3 @@ class AutoSchema(SpectacularAutoSchema):
             if parameter["in"] == "path" and parameter["name"] == "name":
                 parameter["schema"] = dict(NAME_SCHEMA)
         return parameters
-
-
-class StrictCharField(serializers.CharField):
-    """Text that must be sent as a JSON string (DRF's CharField also takes numbers)."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictIntegerField(serializers.IntegerField):
-    """An integer that must be sent as a JSON number without a fraction (not "5", 5.0, true)."""
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-@extend_schema_field({"type": "object", "additionalProperties": {}})
-class ObjectField(serializers.JSONField):
-    """A JSON object (a spec, metadata, a policy verdict); anything else is a field error."""
-
-    default_error_messages: ClassVar[dict[str, Any]] = {"not_an_object": "must be an object"}
-
-    def to_internal_value(self, data: Any) -> Any:
-        value = super().to_internal_value(data)
-        if not isinstance(value, dict):
-            self.fail("not_an_object")
-        return value
-
-
-@extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": {}}})
-class ObjectListField(serializers.JSONField):
-    """A JSON list of objects (conditions, authorizations); read only."""
-
-
-@extend_schema_field({"type": "string", "nullable": True, "readOnly": True})
-class BlankAsNullField(serializers.ReadOnlyField):
-    """Text that is null until there is some (e.g. the PEM of a certificate not issued yet)."""
-
-    def to_representation(self, value: Any) -> Any:
-        return str(value) if value else None

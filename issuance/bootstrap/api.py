@@ -17,15 +17,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from issuance.api.common import LimitedJSONParser, NameField, StrictSerializer
-from issuance.api.query import QueryParamsMixin
-from issuance.api.schema import (
+from issuance.api.common import LimitedJSONParser, StrictSerializer
+from issuance.api.fields import (
     BlankAsNullField,
+    NameField,
     ObjectField,
     ObjectListField,
     StrictCharField,
     StrictIntegerField,
 )
+from issuance.api.query import QueryParamsMixin
 from issuance.bootstrap.auth import BootstrapClient, BootstrapTokenAuthentication, IsBootstrapClient
 from issuance.bootstrap.requests import MAX_PENDING_PER_TOKEN, TooManyPending, submit
 from issuance.durations import MAX_SECONDS

@@ -1,0 +1,93 @@
+"""Serializer fields whose OpenAPI schema says exactly what they accept and return.
+
+DRF's CharField also takes numbers and IntegerField strings, and JSONField any value; the
+schema says "string", "integer", "object", so these fields refuse the rest (a 400 naming
+the field), and carry the schema drf-spectacular shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from issuance.api.schema import NAME_MAX_LENGTH, NAME_SCHEMA
+from issuance.models.base import validate_resource_name
+
+
+class StrictCharField(serializers.CharField):
+    """Text that must be sent as a JSON string (DRF's CharField also takes numbers)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer that must be sent as a JSON number without a fraction (not "5", 5.0, true)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class ObjectField(serializers.JSONField):
+    """A JSON object (a spec, metadata, a policy verdict); anything else is a field error."""
+
+    default_error_messages: ClassVar[dict[str, Any]] = {"not_an_object": "must be an object"}
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            self.fail("not_an_object")
+        return value
+
+
+@extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": {}}})
+class ObjectListField(serializers.JSONField):
+    """A JSON list of objects (conditions, authorizations); read only."""
+
+
+@extend_schema_field({"type": "string", "nullable": True, "readOnly": True})
+class BlankAsNullField(serializers.ReadOnlyField):
+    """Text that is null until there is some (e.g. the PEM of a certificate not issued yet)."""
+
+    def to_representation(self, value: Any) -> Any:
+        return str(value) if value else None
+
+
+@extend_schema_field(NAME_SCHEMA)
+class NameField(StrictCharField):
+    """A resource name (a Kubernetes object name)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            max_length=NAME_MAX_LENGTH,
+            trim_whitespace=False,  # " web" is not the name "web"
+            validators=[validate_resource_name],
+            **kwargs,
+        )
+
+
+@extend_schema_field(
+    {"type": "object", "properties": {"name": NAME_SCHEMA}, "additionalProperties": {}}
+)
+class MetadataField(ObjectField):
+    """A manifest's metadata: only `name` is read (labels and the like are ignored)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if "name" not in value:
+            return value
+        if not isinstance(value["name"], str):
+            raise serializers.ValidationError("name must be a string")
+        try:
+            validate_resource_name(value["name"])
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError([f"name {m}" for m in exc.messages]) from None
+        return value
