@@ -1,4 +1,5 @@
-"""Error responses: field-path validation errors, 409 for conflicts, 413 for big bodies."""
+"""Error responses: field-path validation errors, 409 for conflicts, 413 for big bodies,
+JSON 404s for paths under /api/ that match nothing."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 from django.core.exceptions import RequestDataTooBig
 from django.db import IntegrityError
 from django.db.models import ProtectedError
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
@@ -77,3 +80,10 @@ def flat_errors(detail: Any, path: str = "") -> dict[str, Any]:
         else:
             flat[inner] = value
     return flat
+
+
+@csrf_exempt
+def not_found(request: HttpRequest, path: str = "") -> JsonResponse:
+    """Any other path under /api/ (e.g. an event id that is not a number): the API's JSON
+    404, not the console's page."""
+    return JsonResponse({"detail": "Not found."}, status=404)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.permissions import AllowAny
@@ -11,6 +11,7 @@ from rest_framework.routers import DefaultRouter
 from issuance.api.certificaterequests import CertificateRequestViewSet
 from issuance.api.certificates import CertificateViewSet
 from issuance.api.challenges import ChallengeViewSet
+from issuance.api.errors import not_found
 from issuance.api.events import EventViewSet
 from issuance.api.issuers import IssuerViewSet
 from issuance.api.orders import OrderViewSet
@@ -37,4 +38,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/token/", ObtainTokenView.as_view(), name="api-token"),
     path("api/v1/", include(router.urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    re_path(r"^api/(?P<path>.*)$", not_found),  # last: nothing above matched
 ]

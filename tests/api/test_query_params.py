@@ -209,3 +209,12 @@ def test_names_that_cannot_exist_are_404(
 def test_event_ids_that_cannot_exist_are_404(world: dict[str, Any], viewer: Any) -> None:
     for event_id in ("99999999999999999999999", "abc", "-1"):
         assert viewer.get(f"/api/v1/events/{event_id}/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/v1/events/1.5/", "/api/v1/certificates/a/b/", "/api/v1/nothing/", "/api/v2/"]
+)
+def test_other_api_paths_are_a_json_404(world: dict[str, Any], viewer: Any, url: str) -> None:
+    for response in (viewer.get(url), viewer.post(url, {}, format="json")):
+        assert response.status_code == 404
+        assert response.json() == {"detail": "Not found."}
