@@ -17,7 +17,7 @@ class OrderRestartSerializer(serializers.Serializer[Any]):
     Order then started a new ACME order, without failure backoff."""
 
     url = serializers.CharField()
-    state = serializers.CharField()
+    state = serializers.ChoiceField(choices=OrderState.choices)
     reason = serializers.CharField()
     failedAt = serializers.DateTimeField()
     outage = serializers.CharField()

@@ -10,8 +10,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from issuance.api.query import MAX_LIMIT
-from tests.api.conftest import make_order
-from tests.factories import make_certificate
+from issuance.models import Order
+from tests.factories import make_certificate, make_order
 
 
 @pytest.fixture
@@ -78,6 +78,7 @@ def test_boolean_filter(world: dict[str, Any], viewer: Any, value: str) -> None:
 
 def test_filters_filter(world: dict[str, Any], viewer: Any) -> None:
     order = make_order(world["ext"], "order-1", challenges=3, processing=1)
+    Order.objects.filter(pk=order.pk).update(state="pending")
     make_certificate("other", world["ca"])
 
     def names(url: str) -> list[str]:

@@ -22,8 +22,14 @@ from issuance.models import AcmeServer, CertificateRequest, Event
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from issuance.worker import Worker
-from tests.challenges.builders import make_acme_issuer, make_challenge, make_order
-from tests.factories import make_ca_issuer, make_certificate, make_selfsigned_issuer
+from tests.factories import (
+    make_acme_issuer,
+    make_ca_issuer,
+    make_certificate,
+    make_challenge,
+    make_order,
+    make_selfsigned_issuer,
+)
 
 ACME_SERVER = "https://ca.invalid/dir"
 
