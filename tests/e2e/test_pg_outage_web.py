@@ -17,12 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from issuance.worker.loop import IDLE_CAP
 from tests.e2e.webstack import Answer, ServeStack, certificate_body, serve_on_private_postgres
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
 
 LIST = "/api/v1/certificates/"
 LIMIT = 2.0  # seconds: every answer during an outage comes within this
+LOGGERS = ("issuance.availability", "issuance.worker")
 RECOVERY = 5.0  # seconds from PostgreSQL answering again to requests succeeding
 OUTAGE = 4.0  # seconds of requests while it is down
 CLIENTS = 6
@@ -134,12 +137,24 @@ def test_web_answers_503_while_postgres_is_down_and_recovers(stop: str, e2e_work
             time.sleep(0.05)
         _all_succeed(stack, token=False)
         assert stack.serve.alive() and stack.serve.popen.pid == pid
-        log = stack.serve.log()
+
         # One line each way from the web side, and (serve runs the worker too) at most one
-        # each way from the worker.
-        for logger in ("issuance.availability", "issuance.worker"):
-            down = log.count(f"{logger} database unavailable (")
-            up = log.count(f"{logger} database available again after")
+        # each way from the worker. The worker notes the recovery at its next statement,
+        # which an idle worker sends at its next poll: wait for that line.
+        def lines(logger: str) -> tuple[int, int]:
+            log = stack.serve.log()
+            return (
+                log.count(f"{logger} database unavailable ("),
+                log.count(f"{logger} database available again after"),
+            )
+
+        def balanced() -> bool:
+            return all(lines(name)[0] == lines(name)[1] for name in LOGGERS)
+
+        wait_for(balanced, IDLE_CAP + 5, "the recovery logged")
+        log = stack.serve.log()
+        for logger in LOGGERS:
+            down, up = lines(logger)
             assert down <= 1 and up == down, (logger, log[-3000:])
         assert log.count("issuance.availability database unavailable (") == 1, log[-3000:]
         # The web side logs the outage once, and no request error (no traceback, no 500).
