@@ -255,10 +255,13 @@ def _poll(challenge: Challenge) -> Result:
 
 def _stale_pending(challenge: Challenge) -> bool:
     """Created "pending" from the authorization the order had just read, but queued for so
-    long that the CA may have moved on (another order validated the name, or it expired)."""
+    long that the CA may have moved on (another order validated the name, or it expired),
+    and not yet read again since it was scheduled (a sync stores the row: once is enough)."""
     if challenge.state != ChallengeState.PENDING or challenge.presented:
         return False
     started = challenge.scheduled_at or timezone.now()
+    if challenge.updated_at >= started:
+        return False
     return started - challenge.created_at > SYNC_IF_QUEUED_FOR
 
 

@@ -148,6 +148,20 @@ def test_already_valid_at_the_ca_is_not_presented_again(
     assert Event.objects.filter(name=chal.name, reason="Valid").exists()
 
 
+def test_long_queued_and_still_pending_is_read_once_then_presented(
+    queued_challenge: Callable[[str], Challenge], bind: Bind9Server, drive: Any, settings: Any
+) -> None:
+    chal = queued_challenge("waited")
+    queued_since = timezone.now() - SYNC_IF_QUEUED_FOR - timedelta(seconds=1)
+    Challenge.objects.filter(pk=chal.pk).update(created_at=queued_since, updated_at=queued_since)
+    before = acme_calls("get_challenge")
+    chal = finish_with_worker(chal, drive, settings)
+    # One look at the CA (still pending there), then the usual steps: never a loop of looks.
+    assert acme_calls("get_challenge") == before + 1
+    assert Event.objects.filter(name=chal.name, reason="Presented").count() == 1
+    assert Event.objects.filter(name=chal.name, reason="Valid").exists()
+
+
 def test_crash_after_the_answer_reached_the_ca(
     queued_challenge: Callable[[str], Challenge], bind: Bind9Server, drive: Any, settings: Any
 ) -> None:
