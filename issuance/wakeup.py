@@ -14,7 +14,6 @@ import logging
 import threading
 import time
 from datetime import datetime
-from typing import Any
 
 from django.db import (
     DEFAULT_DB_ALIAS,
@@ -24,7 +23,7 @@ from django.db import (
     connections,
     transaction,
 )
-from django.db.models import Model
+from django.db.models import F, Model
 from django.utils import timezone
 
 log = logging.getLogger("issuance.wakeup")
@@ -105,24 +104,11 @@ def _send_trailing() -> None:
 
 
 def wake(obj: Model, at: datetime | None = None) -> None:
-    """Make `obj` due at `at` (default now), even if a worker holds it right now."""
-    sql, params = wake_sql(obj, at)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    """Make `obj` due at `at` (default now), even if a worker holds it right now (wake_seq
+    tells the worker's release that someone asked for a look meanwhile)."""
+    rows = type(obj)._default_manager.filter(pk=obj.pk)
+    rows.update(due_at=at or timezone.now(), wake_seq=F("wake_seq") + 1)
     woken(at)
-
-
-def wake_sql(obj: Model, at: datetime | None = None) -> tuple[str, list[Any]]:
-    """The UPDATE that wakes `obj` (for callers that run it inside another statement; they
-    call woken() after it)."""
-    when = at or timezone.now()
-    # Plain SQL: several wake-ups per certificate, and the ORM compiled this UPDATE anew for
-    # each one (names from the model, quoted; values are parameters).
-    quote = connection.ops.quote_name
-    table = quote(obj._meta.db_table)
-    pk = quote(obj._meta.pk.column)  # type: ignore[union-attr]
-    sql = f"UPDATE {table} SET due_at = %s, wake_seq = wake_seq + 1 WHERE {pk} = %s"  # noqa: S608
-    return sql, [connection.ops.adapt_datetimefield_value(when), obj.pk]
 
 
 def woken(at: datetime | None = None) -> None:
