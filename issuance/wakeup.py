@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from datetime import datetime
+from typing import Any
 
 from django.db import (
     DEFAULT_DB_ALIAS,
@@ -109,6 +110,19 @@ def wake(obj: Model, at: datetime | None = None) -> None:
     rows = type(obj)._default_manager.filter(pk=obj.pk)
     rows.update(due_at=at or timezone.now(), wake_seq=F("wake_seq") + 1)
     woken(at)
+
+
+def wake_sql(obj: Model, at: datetime | None = None) -> tuple[str, list[Any]]:
+    """The UPDATE that wakes `obj`, for models/fastsave.py, which runs it in the same
+    statement as a compare-and-set write (its caller calls woken() after it). Plain SQL
+    because it is part of that one statement; wake() itself is a QuerySet.update (the
+    raw text there saved nothing measurable: docs/decisions/0004-bypasses.md)."""
+    when = at or timezone.now()
+    quote = connection.ops.quote_name
+    table = quote(obj._meta.db_table)
+    pk = quote(obj._meta.pk.column)  # type: ignore[union-attr]
+    sql = f"UPDATE {table} SET due_at = %s, wake_seq = wake_seq + 1 WHERE {pk} = %s"  # noqa: S608
+    return sql, [connection.ops.adapt_datetimefield_value(when), obj.pk]
 
 
 def woken(at: datetime | None = None) -> None:
