@@ -177,19 +177,16 @@ def main() -> None:
     for q in queries.captured_queries:
         print(f"  {float(q['time']) * 1000:6.2f} ms  {q['sql'][:90]}")
 
-    def explain_sql(title: str, sql: str, params: list[Any]) -> str:
-        with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
-            plan = "\n".join(r[0] for r in cursor.fetchall())
+    def explain(title: str, queryset: Any) -> str:
+        plan = str(queryset.explain(analyze=True, buffers=True))
         print(f"\nEXPLAIN ANALYZE {title}:\n{plan}")
         return plan
 
-    plans = explain_sql("issuers with queued work (loose index scan)", scheduler.issuers_sql(), [])
-    issuer_ids = list(Issuer.objects.filter(name__startswith="bench-").values_list("pk", flat=True))
-    sql, params = scheduler.candidates_sql(issuer_ids, 40)
-    plans += explain_sql(
-        "every issuer's candidates, incl. one with only history (UNION ALL)", sql, params
-    )
+    plans = explain("the next issuer with queued work", scheduler.next_issuer_query(0)[:1])
+    for issuer_id in Issuer.objects.filter(name__startswith="bench-").values_list("pk", flat=True):
+        plans += explain(
+            f"issuer {issuer_id}'s candidates", scheduler.candidates_query(issuer_id, 40)
+        )
     print()
     for index in (
         "chal_queued_issuer",

@@ -28,7 +28,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from issuance import events, publish, wakeup
-from issuance.models import Challenge, ChallengeState, Event, certificate_name_of
+from issuance.models import Challenge, ChallengeState, Event, Issuer, certificate_name_of
 
 log = logging.getLogger("issuance.scheduler")
 
@@ -128,32 +128,14 @@ def allocate(
 def processing_now(now: datetime) -> tuple[dict[int, int], list[int]]:
     """Processing challenges per issuer, and those processing for longer than the timeout."""
     cutoff = now - settings.CHALLENGE_PROCESSING_TIMEOUT
-    if connection.vendor == "postgresql":
-        # One statement, precompiled text: this runs in every pass (up to 10 a second).
-        with connection.cursor() as cursor:
-            cursor.execute(_PROCESSING_SQL.format(challenge=_table()), [cutoff, cutoff])
-            rows = cursor.fetchall()
-        return {r[0]: r[1] for r in rows}, [pk for r in rows for pk in r[2] or []]
+    processing = Challenge.objects.filter(processing=True).order_by()
     per_issuer = dict(
-        Challenge.objects.filter(processing=True)
-        .order_by()
-        .values_list("issuer_id")
-        .annotate(n=Count("id"))
-        .values_list("issuer_id", "n")
+        processing.values_list("issuer_id").annotate(n=Count("id")).values_list("issuer_id", "n")
     )
-    stuck = (
-        Challenge.objects.filter(processing=True)
-        .filter(Q(scheduled_at__lt=cutoff) | Q(scheduled_at__isnull=True, created_at__lt=cutoff))
-        .values_list("pk", flat=True)
-    )
+    stuck = processing.filter(
+        Q(scheduled_at__lt=cutoff) | Q(scheduled_at__isnull=True, created_at__lt=cutoff)
+    ).values_list("pk", flat=True)
     return per_issuer, list(stuck)
-
-
-_PROCESSING_SQL = """
-SELECT issuer_id, COUNT(*),
-       array_agg(id) FILTER (WHERE scheduled_at < %s OR (scheduled_at IS NULL AND created_at < %s))
-FROM {challenge} WHERE processing GROUP BY issuer_id
-"""
 
 
 def fail_timed_out(now: datetime, stuck_ids: Sequence[int] | None = None) -> int:
@@ -211,98 +193,22 @@ def fail_timed_out(now: datetime, stuck_ids: Sequence[int] | None = None) -> int
     return failed
 
 
-def _issuers_with_queued_work() -> list[int]:
-    from issuance.models import Issuer
-
+def issuers_with_queued_work_query() -> QuerySet[Issuer]:
     queued = Challenge.objects.filter(issuer=OuterRef("pk"), finished=False, processing=False)
-    return list(Issuer.objects.filter(Exists(queued)).order_by().values_list("pk", flat=True))
+    return Issuer.objects.filter(Exists(queued)).order_by()
 
 
-def _candidates_portable(limit: int) -> dict[int, list[Candidate]]:
-    """One ORM query per issuer with queued work (SQLite: one worker, small queues)."""
-    queues: dict[int, list[Candidate]] = {}
-    base = eligible_queryset()
-    for issuer_id in _issuers_with_queued_work():
-        rows = base.filter(issuer_id=issuer_id).values_list("id", "issuer_id", "created_at")
-        queues[issuer_id] = [Candidate(*row) for row in rows[:limit]]
-    return queues
-
-
-# PostgreSQL: both statements are written so that only chal_queued_issuer can answer them.
-# Planner estimates cannot be trusted here: issuer and "queued" are correlated (an issuer
-# with a long history of finished challenges looks like it has a long queue), and with a
-# wrong guess the planner walks the whole queue or an issuer's whole history.
-#
-# Issuers with queued work: a loose index scan (one index probe per issuer), in issuer order;
-# ordering by the full index key leaves the foreign-key index (issuer_id only) no way in.
-_ISSUERS_SQL = """
-WITH RECURSIVE t(issuer_id) AS (
-    (SELECT issuer_id FROM {challenge}
-     WHERE NOT finished AND NOT processing ORDER BY issuer_id, created_at, id LIMIT 1)
-    UNION ALL
-    SELECT (SELECT c.issuer_id FROM {challenge} c
-            WHERE NOT c.finished AND NOT c.processing AND c.issuer_id > t.issuer_id
-            ORDER BY c.issuer_id, c.created_at, c.id LIMIT 1)
-    FROM t WHERE t.issuer_id IS NOT NULL
-)
-SELECT issuer_id FROM t WHERE issuer_id IS NOT NULL
-"""
-
-# One issuer's oldest `limit` eligible challenges (the rules of eligible_queryset()); one
-# branch per issuer, glued with UNION ALL. The issuer is a range, not an equality, so that
-# ORDER BY issuer_id, created_at, id is satisfied by chal_queued_issuer alone (with an
-# equality the planner may walk chal_queued_age filtering by issuer instead). The NOT EXISTS
-# probes use chal_queued_key and chal_processing_key.
-_BRANCH_SQL = """(
-    SELECT q.id, q.issuer_id, q.created_at
-    FROM {challenge} q
-    WHERE q.issuer_id >= %s AND q.issuer_id <= %s AND NOT q.finished AND NOT q.processing
-      AND NOT EXISTS (
-        SELECT 1 FROM {challenge} o
-        WHERE NOT o.finished AND NOT o.processing
-          AND o.dns_name = q.dns_name AND o.type = q.type
-          AND (o.created_at < q.created_at OR (o.created_at = q.created_at AND o.id < q.id)))
-      AND NOT EXISTS (
-        SELECT 1 FROM {challenge} p
-        WHERE p.processing AND p.dns_name = q.dns_name AND p.type = q.type)
-    ORDER BY q.issuer_id, q.created_at, q.id
-    LIMIT %s
-)"""
-
-
-def _table() -> str:
-    return connection.ops.quote_name(Challenge._meta.db_table)
-
-
-def issuers_sql() -> str:
-    return _ISSUERS_SQL.format(challenge=_table())
-
-
-def candidates_sql(issuer_ids: Sequence[int], limit: int) -> tuple[str, list[int]]:
-    branch = _BRANCH_SQL.format(challenge=_table())
-    params: list[int] = []
-    for issuer_id in issuer_ids:
-        params += [issuer_id, issuer_id, limit]
-    return "\nUNION ALL\n".join([branch] * len(issuer_ids)), params
+def candidates_query(issuer_id: int, limit: int) -> QuerySet[Challenge]:
+    """One issuer's oldest `limit` eligible challenges."""
+    return eligible_queryset().filter(issuer_id=issuer_id)[:limit]
 
 
 def _candidates(limit: int) -> dict[int, list[Candidate]]:
     """Each issuer's eligible candidates, oldest first, at most `limit` each."""
-    if connection.vendor != "postgresql":
-        return _candidates_portable(limit)
     queues: dict[int, list[Candidate]] = {}
-    with connection.cursor() as cursor:
-        cursor.execute(issuers_sql())
-        issuer_ids = [row[0] for row in cursor.fetchall()]
-        if not issuer_ids:
-            return {}
-        sql, params = candidates_sql(issuer_ids, limit)
-        cursor.execute(sql, params)
-        for row in cursor.fetchall():
-            candidate = Candidate(*row)
-            queues.setdefault(candidate.issuer_id, []).append(candidate)
-    for queue in queues.values():
-        queue.sort(key=lambda c: (c.created_at, c.id))
+    for issuer_id in issuers_with_queued_work_query().values_list("pk", flat=True):
+        rows = candidates_query(issuer_id, limit).values_list("id", "issuer_id", "created_at")
+        queues[issuer_id] = [Candidate(*row) for row in rows]
     return queues
 
 
@@ -344,19 +250,8 @@ def schedule_pass(now: datetime | None = None) -> bool:
         return scheduled > 0 or failed > 0
 
 
-_START_SQL = """
-UPDATE {challenge} SET processing = true, scheduled_at = %s, due_at = %s, next_check_at = NULL,
-    wake_seq = wake_seq + 1
-WHERE id = ANY(%s) AND NOT processing AND NOT finished
-"""
-
-
 def _start(ids: list[int], now: datetime) -> int:
     """Mark these queued challenges processing and due now; returns how many were."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_START_SQL.format(challenge=_table()), [now, now, ids])
-            return int(cursor.rowcount)
     return Challenge.objects.filter(pk__in=ids, processing=False, finished=False).update(
         processing=True,
         scheduled_at=now,

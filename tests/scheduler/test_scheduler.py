@@ -211,25 +211,3 @@ def test_scheduler_state_counts(order, settings):
     scheduler.schedule_pass()
     state = scheduler.scheduler_state()
     assert (state.queued, state.processing, state.cap) == (1, 1, 1)
-
-
-def test_sql_candidates_match_the_orm_rules(settings):
-    """PostgreSQL's hand-written candidate SQL selects exactly what eligible_queryset() does."""
-    import random
-
-    from issuance.scheduler import _candidates, _candidates_portable
-
-    rnd = random.Random(3)
-    orders = [make_order(make_acme_issuer(f"i{n}"), with_certificate=False) for n in range(3)]
-    start = timezone.now() - timedelta(hours=1)
-    for n in range(120):
-        make_challenge(
-            orders[rnd.randrange(3)],
-            f"h{rnd.randrange(30)}.example.test",
-            rnd.choice(["http-01", "dns-01"]),
-            created_at=start + timedelta(seconds=rnd.randrange(60)),  # ties on created_at too
-            processing=n % 17 == 0,
-            finished=n % 11 == 0,
-        )
-    for limit in (1, 5, 200):
-        assert _candidates(limit) == {k: v for k, v in _candidates_portable(limit).items() if v}
