@@ -13,6 +13,10 @@ middleware loaded for sync and get_response() called on the thread.
 
 WebSockets never come here (console.asgi routes them to Channels), and HTTP-01 tokens are
 answered in front of this (issuance.solvers.http01_asgi).
+
+Measured (docs/decisions/0004-bypasses.md): Django's ASGIHandler for plain HTTP costs the
+web process 6.3 ms more per certificate, more than doubling its CPU (5.3 ms). It becomes
+unnecessary if Django runs sync middleware under ASGI without a thread hop per call.
 """
 
 from __future__ import annotations

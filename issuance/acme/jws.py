@@ -7,6 +7,10 @@ itself. An ACME request's protected header is four known fields and its payload 
 dict, so they are written with `json.dumps` here; the key types and the signature
 algorithms (ES256, RS256) stay josepy's, and the public JWK and its thumbprint are
 computed once per account key.
+
+Measured (docs/decisions/0004-bypasses.md): signing with josepy's JWS costs the worker 3.9
+ms more per certificate, 15 % of its CPU. It becomes unnecessary if josepy's JWS
+serialisation gets cheaper.
 """
 
 from __future__ import annotations

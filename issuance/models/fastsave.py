@@ -6,6 +6,10 @@ database spends running it. The statement only depends on the model and the fiel
 so it is built once; values go through the same field methods as in Model.save (pre_save
 for auto_now, get_db_prep_save), the same signals are sent, and an UPDATE that matches no
 row raises the same DatabaseError.
+
+Measured (docs/decisions/0004-bypasses.md): the plain `Model.save` path costs the worker 4.8
+ms more per certificate, 19 % of its CPU (25.7 ms per ECDSA certificate, N=1000). It becomes
+unnecessary if Django caches compiled UPDATEs for `save(update_fields=…)`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ stops answering at once even before its cleanup step runs.
 While the database cannot be reached, a token this process answered (or presented) lately
 is answered from memory (RecentAnswers), so a CA validating during an outage still gets
 its answer. The memory is only a fallback: whenever the database answers, it decides.
+
+Measured (docs/decisions/0004-bypasses.md): the token lookup compiled once saves the web
+process 1.2 ms per certificate (23 %). It becomes unnecessary if Django caches compiled
+SELECTs.
 """
 
 from __future__ import annotations

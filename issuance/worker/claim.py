@@ -7,6 +7,11 @@ up to `limit` due, unleased rows per table (SKIP LOCKED: rows another worker is 
 passed over), keeps `limit` of them taking turns between the tables (oldest first within
 each), leases them and returns them. Rows locked but not kept are unlocked, unleased, when
 the statement ends.
+
+Measured (docs/decisions/0004-bypasses.md): the claim over every table in one statement
+saves the worker 9.8 ms per certificate (38 %), and the release statement that also writes
+the timeline entries saves 5.7 ms (22 %). Both become unnecessary if the claim moves to one
+queue table.
 """
 
 from __future__ import annotations
