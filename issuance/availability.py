@@ -12,7 +12,8 @@ once instead (a 503, or an HTTP-01 answer from memory), the process keeps a smal
 
 Each change is logged once (down with the reason; up with the outage's length and how
 many requests were answered without the database). On each change the connection pool is
-checked in the background, which throws away the connections a restarted server left dead.
+checked (when it goes down in the background; when it is back by the prober, before requests
+use it again), which throws away the connections a restarted server left dead.
 
 Only errors that mean "no database" count (no connection, connection lost, the server
 shutting down or starting up, too many clients); a lock timeout or a cancelled statement
@@ -109,6 +110,10 @@ class Availability:
     def _probe_until_up(self) -> None:
         while self._down_since is not None:
             if self.probe():
+                # Before requests use the pool again, drop the connections the outage left
+                # dead (here, on the prober's thread): otherwise the first requests after
+                # the return wait out the pool's timeout and mark the database down again.
+                self._clean_pool()
                 self._up()
                 return
             time.sleep(self.PROBE_INTERVAL)
@@ -142,7 +147,15 @@ class Availability:
             time.monotonic() - since,
             refused,
         )
-        self._check_pool()
+
+    def _clean_pool(self) -> None:
+        pool: Any = getattr(connections[self.alias], "pool", None)
+        if pool is None or not hasattr(pool, "check"):
+            return
+        try:
+            pool.check()
+        except Exception as exc:  # a closed pool (shutdown, tests): nothing to clean
+            log.debug("pool check failed: %s", exc)
 
     def _check_pool(self) -> None:
         """Throw away the pool's dead connections, on a thread of its own: a check of a
