@@ -14,6 +14,7 @@ from django.utils import timezone
 from issuance.models import AcmeServer, Approval, Certificate, CertificateRequest, Event, Issuer
 from issuance.specs.certificate import apply_certificate
 from issuance.specs.issuer import apply_issuer
+from tests.browser.pages import login
 from tests.helpers import wait_for
 from tests.web.builders import backoff_certificate
 
@@ -21,14 +22,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 NewPage = Callable[[], Any]
 Shot = Callable[[Any, str], Any]
-
-
-def login(page: Any, username: str) -> None:
-    page.goto("/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", "pw-" + username)
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/$"))
 
 
 @pytest.fixture(autouse=True)

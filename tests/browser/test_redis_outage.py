@@ -8,7 +8,6 @@ again and changes are pushed (polling has stopped), with no reload.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from django.contrib.auth.models import User
 
 from issuance.specs.certificate import apply_certificate
 from issuance.specs.issuer import apply_issuer
+from tests.browser.pages import login
 from tests.live.outage import RedisServer, start_redis
 
 pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.timeout(240)]
@@ -36,14 +36,6 @@ def private_redis(tmp_path: Path) -> Iterator[RedisServer]:
     server = start_redis(tmp_path / "redis")
     yield server
     server.stop()
-
-
-def login(page: Any, username: str) -> None:
-    page.goto("/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", "pw-" + username)
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/$"))
 
 
 def add_certificate(name: str) -> None:

@@ -13,8 +13,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from issuance.models import AcmeServer, Certificate, Issuer
 from issuance.roles import VIEWER
+from issuance.wakeup import notify_workers
 from issuance.worker import Worker
+from tests.factories import make_certificate
+from tests.helpers import wait_for
+
+ECDSA = {"algorithm": "ECDSA", "size": 256}
 
 
 @contextlib.contextmanager
@@ -40,3 +46,20 @@ def make_viewer(username: str = "e2e-viewer") -> Any:
     user = User.objects.create_user(username=username)
     user.groups.add(role_group(VIEWER))
     return user
+
+
+def all_ready(names: list[str]) -> bool:
+    return Certificate.objects.filter(name__in=names, state="Ready").count() == len(names)
+
+
+def outage_record(url: str) -> AcmeServer | None:
+    """The CA's AcmeServer row while it is recorded unreachable, else None."""
+    return AcmeServer.objects.filter(directory_url=url, unreachable_since__isnull=False).first()
+
+
+def warm_up(issuer: Issuer, name: str) -> None:
+    """One certificate before an outage: the issuer is registered and the path is warm."""
+    wait_for(lambda: Issuer.objects.get(pk=issuer.pk).is_ready, 30, "issuer ready")
+    make_certificate(name, issuer, dnsNames=[f"{name}.example.test"], privateKey=ECDSA)
+    notify_workers()
+    wait_for(lambda: all_ready([name]), 60, "warm-up certificate Ready")

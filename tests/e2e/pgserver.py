@@ -114,6 +114,10 @@ class PgServer:
             "--locale=C",
             "--no-sync",
         ]
+        self._run(argv)
+
+    def _run(self, argv: list[str]) -> None:
+        """One PostgreSQL tool as the service user, its output appended to the server log."""
         with self.log_path.open("ab") as log:
             subprocess.run(
                 argv,
@@ -188,15 +192,7 @@ class PgServer:
             return
         argv = [str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir), "-m", mode, "-w"]
         argv += ["-t", str(int(timeout))]
-        with self.log_path.open("ab") as log:
-            subprocess.run(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                check=True,
-                cwd=self.root,
-                **_as_service_user(),
-            )
+        self._run(argv)
         self._wait_exit(timeout)
 
     def kill(self) -> None:

@@ -265,9 +265,16 @@ class ChallTestSrv:
         self.process.stop()
 
 
-def start_challtestsrv(workdir: Path, default_ipv4: str = "127.0.0.1") -> ChallTestSrv:
-    dns_port = free_tcp_udp_port()
-    mgmt_port = free_port()
+def start_challtestsrv(
+    workdir: Path,
+    default_ipv4: str = "127.0.0.1",
+    *,
+    dns_port: int | None = None,
+    management_port: int | None = None,
+) -> ChallTestSrv:
+    """pebble-challtestsrv on free ports, or on given ones (to restart one on its ports)."""
+    dns_port = dns_port or free_tcp_udp_port()
+    mgmt_port = management_port or free_port()
     argv = [
         CHALLTESTSRV,
         "-defaultIPv4",

@@ -37,7 +37,14 @@ from issuance.acme import health
 from issuance.acme.client import client_for, server_stats
 from issuance.models import AcmeServer, Certificate, CertificateRequest, Event, Issuer, Order
 from issuance.wakeup import notify_workers
-from tests.e2e.background import make_viewer, running_worker
+from tests.e2e.background import (
+    ECDSA,
+    all_ready,
+    make_viewer,
+    outage_record,
+    running_worker,
+    warm_up,
+)
 from tests.e2e.conftest import AcmeStack
 from tests.e2e.tcpproxy import TcpProxy
 from tests.factories import make_certificate
@@ -45,7 +52,6 @@ from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.timeout(300)]
 
-ECDSA = {"algorithm": "ECDSA", "size": 256}
 CERTIFICATES = 12
 SHOWN_WITHIN = 15.0  # seconds from the first failed call
 READY_WITHIN = 60.0  # seconds from the CA's return
@@ -112,14 +118,6 @@ def create_certificates(issuer: Issuer, prefix: str) -> list[str]:
     return names
 
 
-def all_ready(names: list[str]) -> bool:
-    return Certificate.objects.filter(name__in=names, state="Ready").count() == len(names)
-
-
-def outage_record(url: str) -> AcmeServer | None:
-    return AcmeServer.objects.filter(directory_url=url, unreachable_since__isnull=False).first()
-
-
 def check_issued_once_without_failures(issuer: Issuer, names: list[str]) -> None:
     """One request and one Order per certificate, none failed, no issuance backoff; at the
     CA too, one order per certificate (a timed-out newOrder was recovered, not repeated)."""
@@ -137,14 +135,6 @@ def check_issued_once_without_failures(issuer: Issuer, names: list[str]) -> None
     ours = set(orders.values_list("url", flat=True))
     assert ours <= set(at_ca)
     assert len(at_ca) == len(ours) + 1, "one order at the CA per request (+ the warm-up one)"
-
-
-def warm_up(issuer: Issuer, name: str) -> None:
-    """One certificate before the outage: the issuer is registered and the path is warm."""
-    wait_for(lambda: Issuer.objects.get(pk=issuer.pk).is_ready, 30, "issuer ready")
-    make_certificate(name, issuer, dnsNames=[f"{name}.example.test"], privateKey=ECDSA)
-    notify_workers()
-    wait_for(lambda: all_ready([name]), 60, "warm-up certificate Ready")
 
 
 def outage_events(issuer: Issuer) -> tuple[int, int]:

@@ -26,11 +26,10 @@ import pytest
 
 from issuance.models import Certificate, Challenge, ChallengeState, Event, Order
 from issuance.wakeup import notify_workers
-from tests.e2e.background import running_worker
+from tests.e2e.background import ECDSA, all_ready, outage_record, running_worker, warm_up
 from tests.e2e.conftest import AcmeStack
 from tests.e2e.servers import DjangoThreadServer, free_port
 from tests.e2e.tcpproxy import TcpProxy
-from tests.e2e.test_ca_outage import ECDSA, all_ready, outage_record, warm_up
 from tests.factories import make_certificate
 from tests.helpers import wait_for
 

@@ -35,7 +35,7 @@ from issuance.wakeup import notify_workers
 from tests.e2e.background import make_viewer, running_worker
 from tests.e2e.bind9 import NAMED, Bind9Server, WebhookProvider, start_bind9, start_webhook_provider
 from tests.e2e.conftest import AcmeStack
-from tests.e2e.servers import CHALLTESTSRV, ChallTestSrv, start_process, wait_for_tcp
+from tests.e2e.servers import ChallTestSrv, start_challtestsrv, start_process
 from tests.factories import make_certificate
 from tests.helpers import wait_for
 
@@ -201,25 +201,8 @@ def test_dns01_self_check_server_down_then_back(
 
 def restart_challtestsrv(dns: ChallTestSrv, workdir: Path) -> None:
     """pebble-challtestsrv again on the same DNS and management ports."""
-    argv = [
-        CHALLTESTSRV,
-        "-defaultIPv4",
-        "127.0.0.1",
-        "-defaultIPv6",
-        "",
-        "-dns01",
-        f"127.0.0.1:{dns.dns_port}",
-        "-management",
-        f"127.0.0.1:{dns.management_port}",
-        "-http01",
-        "",
-        "-https01",
-        "",
-        "-tlsalpn01",
-        "",
-    ]
-    dns.process = start_process("challtestsrv", argv, workdir)
-    wait_for_tcp("127.0.0.1", dns.dns_port, process=dns.process)
+    again = start_challtestsrv(workdir, dns_port=dns.dns_port, management_port=dns.management_port)
+    dns.process = again.process
 
 
 def test_http01_self_check_resolver_down_then_back(
