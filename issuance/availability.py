@@ -12,8 +12,8 @@ once instead (a 503, or an HTTP-01 answer from memory), the process keeps a smal
 
 Each change is logged once (down with the reason; up with the outage's length and how
 many requests were answered without the database). On each change the connection pool is
-checked (when it goes down in the background; when it is back by the prober, before requests
-use it again), which throws away the connections a restarted server left dead.
+checked: when it goes down in the background; when it is back by the prober, which also
+reopens as many connections as the process used before, before requests use it again.
 
 Only errors that mean "no database" count (no connection, connection lost, the server
 shutting down or starting up, too many clients); a lock timeout or a cancelled statement
@@ -70,6 +70,9 @@ class Availability:
 
     # Between two probes that failed at once (a refused connection fails in microseconds).
     PROBE_INTERVAL = 0.2
+    # Longest the prober waits for the pool to reopen its connections before letting
+    # requests in again (opening one takes milliseconds).
+    REFILL_TIMEOUT = 1.0
 
     def __init__(self, alias: str = DEFAULT_DB_ALIAS) -> None:
         self.alias = alias
@@ -77,6 +80,7 @@ class Availability:
         self._down_since: float | None = None
         self._prober: threading.Thread | None = None
         self._refused = 0
+        self._pool_size_before = 1
 
     @property
     def down(self) -> bool:
@@ -98,6 +102,7 @@ class Availability:
                 return
             self._down_since = time.monotonic()
             self._refused = 0
+            self._pool_size_before = _pool_size(self._pool())
             self._prober = threading.Thread(target=self._probe_until_up, name="db-probe")
             self._prober.daemon = True
         log.warning(
@@ -110,10 +115,7 @@ class Availability:
     def _probe_until_up(self) -> None:
         while self._down_since is not None:
             if self.probe():
-                # Before requests use the pool again, drop the connections the outage left
-                # dead (here, on the prober's thread): otherwise the first requests after
-                # the return wait out the pool's timeout and mark the database down again.
-                self._clean_pool()
+                self._refill_pool()
                 self._up()
                 return
             time.sleep(self.PROBE_INTERVAL)
@@ -148,9 +150,15 @@ class Availability:
             refused,
         )
 
-    def _clean_pool(self) -> None:
+    def _pool(self) -> Any:
+        """The process's psycopg pool, or None (SQLite, or the pool turned off)."""
         pool: Any = getattr(connections[self.alias], "pool", None)
-        if pool is None or not hasattr(pool, "check"):
+        return pool if pool is not None and hasattr(pool, "check") else None
+
+    def _clean_pool(self) -> None:
+        """Throw away the pool's dead connections (psycopg_pool's check)."""
+        pool = self._pool()
+        if pool is None:
             return
         try:
             pool.check()
@@ -158,19 +166,39 @@ class Availability:
             log.debug("pool check failed: %s", exc)
 
     def _check_pool(self) -> None:
-        """Throw away the pool's dead connections, on a thread of its own: a check of a
-        connection to an unreachable host may take long, and no request should wait for it."""
-        pool: Any = getattr(connections[self.alias], "pool", None)
-        if pool is None or not hasattr(pool, "check"):
+        """_clean_pool on a thread of its own: a check of a connection to an unreachable host
+        may take long, and no request should wait for it."""
+        threading.Thread(target=self._clean_pool, name="db-pool-check", daemon=True).start()
+
+    def _refill_pool(self) -> None:
+        """Before requests use the pool again (on the prober's thread): drop the connections
+        the outage left dead and open as many as the process used before it, in parallel.
+        The pool alone grows one connection at a time, so the first burst of requests and
+        worker threads after the return queued behind it, waited out the pool's timeout and
+        marked the database down a second time."""
+        pool = self._pool()
+        if pool is None:
             return
-
-        def check() -> None:
-            try:
-                pool.check()
-            except Exception as exc:  # a closed pool (shutdown, tests): nothing to clean
-                log.debug("pool check failed: %s", exc)
-
-        threading.Thread(target=check, name="db-pool-check", daemon=True).start()
+        self._clean_pool()
+        try:
+            minimum, maximum = pool.min_size, pool.max_size
+            target = min(max(self._pool_size_before, minimum), maximum)
+            # The check replaced the dead connections it found; connections the outage
+            # already dropped are opened here. resize() opens (new minimum - old minimum)
+            # connections, whatever the pool holds.
+            missing = target - _pool_size(pool)
+            if missing > 0:
+                pool.resize(min(minimum + missing, maximum), maximum)
+            deadline = time.monotonic() + self.REFILL_TIMEOUT
+            while pool.get_stats().get("pool_available", 0) < target:
+                if time.monotonic() > deadline:  # busy (the worker took some): go on
+                    break
+                time.sleep(0.01)
+            if missing > 0:
+                # Back to the configured minimum: the extra connections close once idle.
+                pool.resize(minimum, maximum)
+        except Exception as exc:  # a closed pool (shutdown, tests): nothing to refill
+            log.debug("pool refill failed: %s", exc)
 
     def wait_until_up(self, timeout: float) -> bool:
         """Block until the prober saw the database again (tests)."""
@@ -178,6 +206,16 @@ class Availability:
         if prober is not None:
             prober.join(timeout)
         return self._down_since is None
+
+
+def _pool_size(pool: Any) -> int:
+    """Connections the pool holds, in use or idle (1 without a pool)."""
+    if pool is None:
+        return 1
+    try:
+        return int(pool.get_stats().get("pool_size", 1))
+    except Exception:  # a closed pool
+        return 1
 
 
 def _one_line(exc: BaseException) -> str:
