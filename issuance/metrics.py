@@ -245,7 +245,7 @@ class DatabaseCollector:
         yield from self._reachability()
 
     def _reachability(self) -> Iterator[Metric]:
-        from issuance.acme import health  # the ACME client imports this module
+        from issuance.controllers.acme import health  # its record imports this module
 
         since = GaugeMetricFamily(
             "issuance_acme_server_unreachable_since_timestamp_seconds",

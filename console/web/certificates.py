@@ -17,7 +17,7 @@ from console.web.access import operator_required, render_page, role_flags, viewe
 from console.web.dashboard import ChallengeStep, challenge_step
 from console.web.forms import CertificateFilterForm, NewCertificateForm
 from issuance import actions
-from issuance.acme import health
+from issuance.controllers.acme import health
 from issuance.models import (
     Certificate,
     CertificateRequest,

@@ -19,7 +19,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from console.web.access import render_page, viewer_required
-from issuance.acme import health
+from issuance.controllers.acme import health
 from issuance.models import (
     FINAL_CHALLENGE_STATES,
     AcmeServer,

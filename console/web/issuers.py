@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from console.web.access import render_page, viewer_required
-from issuance.acme import health
+from issuance.controllers.acme import health
 from issuance.models import Issuer
 
 

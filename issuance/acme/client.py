@@ -1,37 +1,29 @@
 """ACME (RFC 8555) client for the controllers: one call = one request, plain dicts back.
 
 Requests are signed with josepy keys and algorithms (jws.py) and sent by transport.py
-(nonce pool; urllib3 pools or requests); the `acme` library builds the EAB. This layer adds:
-
-- every failure maps to TemporaryError / AcmeProblemError (issuance.acme.errors);
-- badNonce is retried here with a fresh nonce (Pebble rejects 5 % of good nonces);
-- a CA's 429 / rateLimited / Retry-After pauses the whole CA (ratelimit.py), and no call
-  is made while it is paused;
-- every request has a timeout (connect 10 s, read 30 s) and is not repeated when it times
-  out: a CA that does not answer is recorded as unreachable (health.py) and asked again by
-  one probe, not by every waiting item (repeating held a worker thread twice as long, and
-  a repeated newOrder could create a second order; see controllers/orders.py for recovery);
-- one client (and its keep-alive connections) per issuer account, shared by the worker's
-  threads.
+(nonce pool; urllib3 pools or requests); the `acme` library builds the EAB. Every request
+goes through exchange.py: pauses and reachability of the CA (told to and read from the
+caller's CaRecord), badNonce retries, failures mapped to TemporaryError / AcmeProblemError.
+Every request has a timeout (connect 10 s, read 30 s) and is not repeated when it times
+out (a repeated newOrder could create a second order; see controllers/orders.py for
+recovery). One client (and its keep-alive connections) per issuer account, shared by the
+worker's threads.
 """
 
 from __future__ import annotations
 
 import atexit
 import base64
-import collections
 import hashlib
 import json
 import logging
-import re
 import shutil
 import tempfile
 import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,23 +32,14 @@ from acme import messages
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from django.conf import settings
-from django.utils import timezone
 from josepy.jwk import JWK
 from requests.utils import parse_header_links
 
-from issuance.acme import health, ratelimit
 from issuance.acme.certs import ari_cert_id, chain_matches, parse_renewal_info
-from issuance.acme.errors import (
-    BAD_NONCE,
-    RATE_LIMITED,
-    AcmeProblemError,
-    AcmeTemporaryError,
-    problem_type,
-)
+from issuance.acme.errors import AcmeProblemError, AcmeTemporaryError
+from issuance.acme.exchange import NO_RECORD, CaRecord, exchange
 from issuance.acme.jws import Signer, b64
 from issuance.acme.transport import Network
-from issuance.controllers.base import TemporaryError
-from issuance.metrics import ACME_REQUESTS, ACME_SERVER_REQUESTS
 
 log = logging.getLogger("issuance.acme")
 
@@ -64,47 +47,8 @@ CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 30.0
 # A probe is a GET of the directory, which any CA answers at once.
 PROBE_READ_TIMEOUT = 10.0
-BAD_NONCE_RETRIES = 5
 USER_AGENT = "issuance-console"
 PEM_CHAIN = "application/pem-certificate-chain"
-
-# In-process counts (tests and the benchmark read them; /metrics reads ACME_REQUESTS).
-_stats: collections.Counter[str] = collections.Counter()
-_server_stats: collections.Counter[tuple[str, str]] = collections.Counter()
-_stats_lock = threading.Lock()
-
-
-# The metrics' children by labels: labels() validates and locks on every call.
-_children: dict[tuple[str, str], Any] = {}
-_server_children: dict[tuple[str, str], Any] = {}
-
-
-def _count(directory_url: str, action: str, result: str) -> None:
-    child = _children.get((action, result))
-    if child is None:
-        child = _children[(action, result)] = ACME_REQUESTS.labels(action=action, result=result)
-    child.inc()
-    server_child = _server_children.get((directory_url, result))
-    if server_child is None:
-        server_child = _server_children[(directory_url, result)] = ACME_SERVER_REQUESTS.labels(
-            server=directory_url, result=result
-        )
-    server_child.inc()
-    with _stats_lock:
-        _stats[result] += 1
-        _server_stats[(directory_url, result)] += 1
-
-
-def stats() -> dict[str, int]:
-    """Requests by result in this process, e.g. {"ok": 120, "bad_nonce": 6}."""
-    with _stats_lock:
-        return dict(_stats)
-
-
-def server_stats(directory_url: str) -> dict[str, int]:
-    """Requests sent to one CA by result in this process, e.g. {"ok": 80, "timeout": 2}."""
-    with _stats_lock:
-        return {r: n for (url, r), n in _server_stats.items() if url == directory_url}
 
 
 @dataclass(frozen=True)
@@ -148,32 +92,6 @@ def _ca_bundle_path(ca_bundle_b64: str) -> str:
         return str(target)
 
 
-def _retry_after(response: requests.Response) -> timedelta | None:
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        return timedelta(seconds=max(0, int(value.strip())))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return when - timezone.now() if when.tzinfo else None
-
-
-def _problem(response: requests.Response) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and ("type" in body or "detail" in body):
-        return body
-    text = (response.text or "").strip()[:500]
-    return {"type": "", "detail": text or f"HTTP {response.status_code}"}
-
-
 def _json(response: requests.Response, url: str) -> dict[str, Any]:
     try:
         body = json.loads(response.content)
@@ -187,109 +105,7 @@ def _json(response: requests.Response, url: str) -> dict[str, Any]:
     return body
 
 
-def _network_failure(exc: requests.RequestException) -> tuple[str, str] | None:
-    """(metric result, description) when the CA gave no answer at all; None for anything
-    else requests raises (a malformed URL, a certificate that fails verification: the
-    CA's configuration, which waiting will not fix)."""
-    text = str(exc)
-    if isinstance(exc, requests.ConnectTimeout):
-        seconds = re.search(r"connect timeout=([\d.]+)", text)
-        return "timeout", f"connect timed out after {seconds[1] if seconds else '?'}s"
-    if isinstance(exc, requests.Timeout):
-        seconds = re.search(r"read timeout=([\d.]+)", text)
-        # A TLS handshake that times out is reported the same way, with the connect timeout.
-        return "timeout", f"no answer within {seconds[1] if seconds else '?'}s"
-    if isinstance(exc, requests.exceptions.SSLError) and "CERTIFICATE_VERIFY_FAILED" in text:
-        return None
-    if isinstance(exc, requests.ConnectionError | requests.exceptions.ChunkedEncodingError):
-        return "network_error", _os_error(exc) or f"{type(exc).__name__}: {text}"
-    return None
-
-
-def _os_error(exc: BaseException) -> str:
-    """ "connection refused" from the OSError somewhere inside requests' wrapped errors."""
-    seen: set[int] = set()
-    todo: list[BaseException] = [exc]
-    fallback = ""
-    while todo:
-        current = todo.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, OSError):
-            if current.strerror:
-                return str(current.strerror).lower()
-            if current.args and isinstance(current.args[0], str) and not fallback:
-                fallback = current.args[0].lower()
-        nested = [a for a in current.args if isinstance(a, BaseException)]
-        reason = getattr(current, "reason", None)
-        if isinstance(reason, BaseException):
-            nested.append(reason)
-        nested += [e for e in (current.__cause__, current.__context__) if e is not None]
-        todo.extend(nested)
-    return fallback
-
-
-def exchange(
-    directory_url: str, send: Callable[[], requests.Response], url: str, *, action: str
-) -> requests.Response:
-    """Run one request to a CA: pause and reachability checks, badNonce retries, mapping
-    failures to TemporaryError / AcmeUnreachableError / AcmeProblemError."""
-    bad_nonces = 0
-    while True:
-        ratelimit.check_not_paused(directory_url)
-        probe = health.gate(directory_url)
-        try:
-            response = send()
-        except requests.RequestException as exc:
-            failure = _network_failure(exc)
-            if failure is None:
-                _count(directory_url, action, "error")
-                raise AcmeTemporaryError(f"{url}: {type(exc).__name__}: {exc}") from None
-            result, error = failure
-            _count(directory_url, action, result)
-            log.warning("ACME %s %s: no answer: %s", action, url, error)
-            raise health.record_failure(directory_url, error, probe=probe) from None
-        health.record_answer(directory_url, probe=probe)
-        if response.status_code < 400:
-            _count(directory_url, action, "ok")
-            return response
-        problem = _problem(response)
-        ptype = problem_type(problem.get("type"))
-        detail = str(problem.get("detail") or "")
-        if ptype == BAD_NONCE:
-            _count(directory_url, action, "bad_nonce")
-            if bad_nonces < BAD_NONCE_RETRIES:
-                bad_nonces += 1
-                log.debug("badNonce from %s; retrying with a fresh nonce", url)
-                continue
-            # Never a reason to fail an order: the worker tries again after a backoff.
-            raise AcmeTemporaryError(f"{url}: {bad_nonces + 1} badNonce answers in a row")
-        retry_after = _retry_after(response)
-        if response.status_code == 429 or ptype == RATE_LIMITED or retry_after is not None:
-            _count(directory_url, action, "rate_limited")
-            reason = f"{ptype or 'HTTP ' + str(response.status_code)}: {detail}".strip()
-            until = ratelimit.record_pause(directory_url, retry_after, reason)
-            log.warning("ACME server %s paused until %s: %s", directory_url, until, reason)
-            raise TemporaryError(
-                f"ACME server paused until {until.isoformat()}: {reason}",
-                delay=max(until - timezone.now(), timedelta(seconds=1)),
-            )
-        if response.status_code >= 500:
-            _count(directory_url, action, "server_error")
-            raise AcmeTemporaryError(
-                f"{url}: HTTP {response.status_code}: {ptype or ''} {detail}".strip()
-            )
-        _count(directory_url, action, "problem")
-        raise AcmeProblemError(
-            ptype,
-            detail,
-            response.status_code,
-            list(problem.get("subproblems") or []),
-        )
-
-
-def probe(directory_url: str, tls: TLSOptions | None = None) -> None:
+def probe(directory_url: str, tls: TLSOptions | None = None, record: CaRecord = NO_RECORD) -> None:
     """GET the directory over a new connection (kept connections to a CA that froze may be
     dead), through the same checks as every request: sent only when the CA is reachable
     or this is its turn to probe (else AcmeUnreachableError, nothing sent)."""
@@ -304,7 +120,7 @@ def probe(directory_url: str, tls: TLSOptions | None = None) -> None:
                 headers={"User-Agent": USER_AGENT, "Connection": "close"},
             )
 
-    _json(exchange(directory_url, send, directory_url, action="probe"), directory_url)
+    _json(exchange(record, directory_url, send, directory_url, action="probe"), directory_url)
 
 
 class AcmeClient:
@@ -316,8 +132,10 @@ class AcmeClient:
         key: JWK,
         account_uri: str = "",
         tls: TLSOptions | None = None,
+        record: CaRecord = NO_RECORD,
     ) -> None:
         self.directory_url = directory_url
+        self.record = record
         self.key = key
         self.account_uri = account_uri
         self.tls = tls or TLSOptions()
@@ -336,7 +154,7 @@ class AcmeClient:
     def _send(
         self, send: Callable[[], requests.Response], url: str, *, action: str
     ) -> requests.Response:
-        return exchange(self.directory_url, send, url, action=action)
+        return exchange(self.record, self.directory_url, send, url, action=action)
 
     def directory(self) -> dict[str, Any]:
         with self._dir_lock:
@@ -517,47 +335,8 @@ class AcmeClient:
         return parse_renewal_info(_json(response, url))
 
 
-# -- one client per issuer account -----------------------------------------------------
-
-_clients_lock = threading.Lock()
-_clients: dict[tuple[int, int, str, str], AcmeClient] = {}
-
-
 def tls_options(acme_spec: dict[str, Any]) -> TLSOptions:
     return TLSOptions(
         ca_bundle_b64=str(acme_spec.get("caBundle") or ""),
         skip_verify=bool(acme_spec.get("skipTLSVerify")),
     )
-
-
-def client_for(issuer: Any) -> AcmeClient:
-    """The client for an ACME issuer's registered account (cached per issuer generation)."""
-    from issuance.acme.account import load_account_key
-
-    if not issuer.acme_account_uri or not issuer.acme_account_key_ciphertext:
-        raise TemporaryError(
-            f"Issuer {issuer.name} has no registered ACME account yet", delay=timedelta(seconds=5)
-        )
-    spec = issuer.kind_spec
-    cache_key = (issuer.pk, issuer.generation, issuer.acme_account_uri, str(spec.get("server")))
-    with _clients_lock:
-        client = _clients.get(cache_key)
-    if client is not None:
-        return client
-    client = AcmeClient(
-        str(spec.get("server") or ""),
-        load_account_key(issuer),
-        issuer.acme_account_uri,
-        tls_options(spec),
-    )
-    with _clients_lock:
-        # Drop clients for older generations of the same issuer.
-        for key in [k for k in _clients if k[0] == issuer.pk]:
-            del _clients[key]
-        _clients[cache_key] = client
-    return client
-
-
-def forget_clients() -> None:
-    with _clients_lock:
-        _clients.clear()

@@ -18,7 +18,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from issuance import actions, events
-from issuance.acme import health
 from issuance.api.common import (
     CertificateWriteSerializer,
     PrebuiltFieldsMixin,
@@ -30,6 +29,7 @@ from issuance.api.errors import Conflict
 from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.permissions import ADMIN, OPERATOR
 from issuance.api.query import QueryFilter
+from issuance.controllers.acme import health
 from issuance.models import Certificate, CertificateState, Secret
 from issuance.specs import apply_certificate_ex
 from issuance.specs.certificate import CertificateExists

@@ -11,7 +11,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from issuance import events
-from issuance.acme import health
 from issuance.api.common import (
     IssuerWriteSerializer,
     ResourceViewSet,
@@ -22,6 +21,7 @@ from issuance.api.errors import Conflict
 from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.permissions import OPERATOR
 from issuance.api.query import QueryFilter
+from issuance.controllers.acme import health
 from issuance.models import Issuer, IssuerKind
 from issuance.specs import apply_issuer_ex
 

@@ -57,7 +57,7 @@ FINAL_AUTHZ = {
 
 
 def _client(challenge: Challenge) -> Any:
-    from issuance.acme.client import client_for
+    from issuance.controllers.acme.accounts import client_for
 
     return client_for(challenge.issuer)
 

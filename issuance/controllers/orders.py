@@ -26,9 +26,10 @@ expires on its own and costs nothing.
 
 A CA that does not answer (refused, timed out) never fails an order: the client raises
 AcmeUnreachableError (temporary) and the order waits for the CA's probe, which wakes it
-(issuance/acme/health.py). A newOrder that timed out is "attempted": the CA may have
-made the order, so the recovery above runs before any new one is created. An order the CA
-itself fails after such an outage starts a new ACME order instead (order_retry.py).
+(issuance/controllers/acme/health.py). A newOrder that timed out is "attempted": the CA
+may have made the order, so the recovery above runs before any new one is created. An
+order the CA itself fails after such an outage starts a new ACME order instead
+(order_retry.py).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from issuance import events, faults, scheduler, wakeup
-from issuance.acme import health, ratelimit
-from issuance.acme.client import AcmeClient, client_for
+from issuance.acme.client import AcmeClient
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
 from issuance.controllers import order_retry
+from issuance.controllers.acme import health, ratelimit
+from issuance.controllers.acme.accounts import client_for
 from issuance.controllers.base import Result, TemporaryError
 from issuance.dbutil import guarded
 from issuance.models import (

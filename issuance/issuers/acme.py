@@ -18,15 +18,17 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from issuance import events, wakeup
-from issuance.acme import servers
-from issuance.acme.account import (
-    AccountConfigError,
-    account_config,
-    ensure_account_key,
-    register,
-)
-from issuance.acme.client import probe, tls_options
+from issuance.acme.account import AccountConfigError
 from issuance.acme.errors import AcmeProblemError, AcmeUnreachableError, problem_type
+from issuance.controllers.acme import servers
+from issuance.controllers.acme.accounts import (
+    account_config,
+    client_for,
+    ensure_account_key,
+    forget_clients,
+    probe_server,
+    register_account,
+)
 from issuance.controllers.base import Result, TemporaryError
 from issuance.dbutil import guarded
 from issuance.issuers.base import SignOutcome, SignState
@@ -76,7 +78,7 @@ def reconcile_issuer(issuer: Issuer) -> Result:
     if ensure_account_key(issuer):
         events.record("Issuer", issuer.name, "AccountKeyGenerated", "Generated an ACME account key")
     try:
-        uri = register(issuer, config)
+        uri = register_account(issuer, config)
     except AcmeUnreachableError as exc:
         _show_unreachable(issuer, exc.error, exc.since)
         return Result.after(exc.probe_wait(timezone.now()))
@@ -111,7 +113,7 @@ def _wait_for_ca(issuer: Issuer, server: str) -> Result:
     """The CA does not answer: show it, and probe it when it is time (one prober at a time
     for all issuers and workers; health.py). The first answer wakes everything waiting."""
     try:
-        probe(server, tls_options(issuer.kind_spec))
+        probe_server(issuer, server)
     except AcmeUnreachableError as exc:
         _show_unreachable(issuer, exc.error, exc.since)
         return Result.after(exc.probe_wait(timezone.now()))
@@ -134,8 +136,6 @@ def _show_unreachable(issuer: Issuer, error: str, since: datetime) -> None:
 
 def account_lost(issuer: Issuer, detail: str) -> None:
     """The CA no longer knows our account (e.g. a test CA restarted): register again."""
-    from issuance.acme.client import forget_clients
-
     fresh = Issuer.objects.get(pk=issuer.pk)
     _set_ready(fresh, "False", "ErrAccountNotFound", f"The ACME account is gone: {detail}")
     forget_clients()
@@ -286,8 +286,6 @@ def _update_ari(request: CertificateRequest, chain_pem: str) -> None:
     certificate = request.certificate
     if certificate is None:
         return
-    from issuance.acme.client import client_for
-
     try:
         window = client_for(request.issuer).renewal_info(chain_pem)
     except (TemporaryError, AcmeProblemError, ValueError) as exc:

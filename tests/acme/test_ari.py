@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils.dateparse import parse_datetime
 
-from issuance.acme.account import ensure_account_key
+from issuance.controllers.acme.accounts import ensure_account_key
 from issuance.issuers.acme import _update_ari, ari_point
 from issuance.models import CertificateRequest, Issuer
 from tests.acme.fakeca import FakeCA, Reply

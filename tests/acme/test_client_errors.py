@@ -10,9 +10,11 @@ from django.utils import timezone
 from josepy.jwk import JWKEC
 
 from issuance.acme import client as acme_client
-from issuance.acme import ratelimit
+from issuance.acme import exchange as acme_exchange
 from issuance.acme.client import AcmeClient
 from issuance.acme.errors import AcmePausedError, AcmeProblemError, AcmeTemporaryError
+from issuance.controllers.acme import ratelimit
+from issuance.controllers.acme.record import DATABASE_RECORD
 from issuance.controllers.base import PermanentError, TemporaryError
 from issuance.models import AcmeServer
 from tests.acme.fakeca import FakeCA, Reply, problem
@@ -22,7 +24,9 @@ pytestmark = pytest.mark.django_db
 
 def make_client(ca: FakeCA) -> AcmeClient:
     key = JWKEC(key=ec.generate_private_key(ec.SECP256R1()))
-    return AcmeClient(ca.directory_url, key, account_uri=f"{ca.base}/acct/1")
+    return AcmeClient(
+        ca.directory_url, key, account_uri=f"{ca.base}/acct/1", record=DATABASE_RECORD
+    )
 
 
 ORDER = Reply(
@@ -40,7 +44,7 @@ def test_bad_nonce_is_retried_with_a_fresh_nonce(ca: FakeCA) -> None:
         return REGISTRY.get_sample_value("issuance_acme_requests_total", labels) or 0.0
 
     client = make_client(ca)
-    before = acme_client.stats().get("bad_nonce", 0)
+    before = acme_exchange.stats().get("bad_nonce", 0)
     metric_before = (metric("bad_nonce"), metric("ok"))
     ca.on("/new-order", problem(400, "badNonce", "stale"), problem(400, "badNonce", "stale"), ORDER)
     order = client.new_order([("dns", "a.example.com")])
@@ -48,7 +52,7 @@ def test_bad_nonce_is_retried_with_a_fresh_nonce(ca: FakeCA) -> None:
     assert order["url"] == "http://x/order/1"
     assert order["status"] == "pending"
     assert ca.hits["/new-order"] == 3
-    assert acme_client.stats()["bad_nonce"] - before == 2
+    assert acme_exchange.stats()["bad_nonce"] - before == 2
 
 
 def test_bad_nonce_gives_up_after_a_few_retries(ca: FakeCA) -> None:
@@ -56,7 +60,7 @@ def test_bad_nonce_gives_up_after_a_few_retries(ca: FakeCA) -> None:
     ca.on("/new-order", *[problem(400, "badNonce", "stale")] * 10)
     with pytest.raises(AcmeTemporaryError, match="badNonce"):
         client.new_order([("dns", "a.example.com")])
-    assert ca.hits["/new-order"] == acme_client.BAD_NONCE_RETRIES + 1
+    assert ca.hits["/new-order"] == acme_exchange.BAD_NONCE_RETRIES + 1
 
 
 def test_problem_document_becomes_permanent_error_with_type_detail_status(ca: FakeCA) -> None:
@@ -156,7 +160,7 @@ def test_unreachable_ca_is_temporary() -> None:
     from tests.e2e.servers import free_port
 
     key = JWKEC(key=ec.generate_private_key(ec.SECP256R1()))
-    client = AcmeClient(f"http://127.0.0.1:{free_port()}/dir", key)
+    client = AcmeClient(f"http://127.0.0.1:{free_port()}/dir", key, record=DATABASE_RECORD)
     with pytest.raises(AcmeTemporaryError):
         client.directory()
 

@@ -16,11 +16,11 @@ from django.test import Client
 from django.utils import timezone
 
 from issuance.acme import client as acme_client
-from issuance.acme import health
-from issuance.acme.account import account_config, ensure_account_key
-from issuance.acme.client import client_for, server_stats
 from issuance.acme.errors import AcmeUnreachableError
+from issuance.acme.exchange import server_stats
 from issuance.controllers import orders
+from issuance.controllers.acme import health
+from issuance.controllers.acme.accounts import account_config, client_for, ensure_account_key
 from issuance.issuers import acme as acme_issuer
 from issuance.metrics import REGISTRY
 from issuance.models import AcmeServer, Challenge, Event, Issuer, Order

@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from issuance.acme import ratelimit
-from issuance.acme.account import account_config, ensure_account_key
 from issuance.controllers import orders
+from issuance.controllers.acme import ratelimit
+from issuance.controllers.acme.accounts import account_config, ensure_account_key
 from issuance.controllers.base import TemporaryError
 from issuance.issuers import acme as acme_issuer
 from issuance.issuers.base import SignState

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from issuance.acme import ratelimit
-from issuance.acme.client import forget_clients
+from issuance.controllers.acme import ratelimit
+from issuance.controllers.acme.accounts import forget_clients
 from issuance.models import Issuer
 from tests.e2e.servers import (
     REPO,

@@ -13,8 +13,8 @@ import pytest
 from cryptography import x509
 
 from issuance import actions
-from issuance.acme import client as acme_client
-from issuance.acme.client import client_for
+from issuance.acme import exchange as acme_exchange
+from issuance.controllers.acme.accounts import client_for
 from issuance.models import Certificate, CertificateRequest, Challenge, Issuer, Order, Secret
 from issuance.pki.x509 import split_pem_chain
 from tests.e2e.conftest import AcmeStack
@@ -95,13 +95,13 @@ def test_bad_nonce_is_retried_over_a_multi_certificate_run(
     # A higher rejection rate than Pebble's default 5 % so the retry certainly happens.
     stack = acme_stack(pebble_env={"PEBBLE_WFE_NONCEREJECT": "30"})
     issuer = stack.make_issuer()
-    before = acme_client.stats().get("bad_nonce", 0)
+    before = acme_exchange.stats().get("bad_nonce", 0)
     for i in range(3):
         make_certificate(f"nonce-{i}", issuer, dnsNames=[f"n{i}.example.test"], privateKey=ECDSA)
     drive(lambda: all(ready(f"nonce-{i}")() for i in range(3)), timeout=150)
     for i in range(3):
         assert_issued(stack, f"nonce-{i}", [f"n{i}.example.test"])
-    assert acme_client.stats().get("bad_nonce", 0) - before >= 1
+    assert acme_exchange.stats().get("bad_nonce", 0) - before >= 1
 
 
 def test_eab_required(acme_stack: Callable[..., AcmeStack], drive: Any) -> None:

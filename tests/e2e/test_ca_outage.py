@@ -33,8 +33,9 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.utils import timezone
 
-from issuance.acme import health
-from issuance.acme.client import client_for, server_stats
+from issuance.acme.exchange import server_stats
+from issuance.controllers.acme import health
+from issuance.controllers.acme.accounts import client_for
 from issuance.models import AcmeServer, Certificate, CertificateRequest, Event, Issuer, Order
 from issuance.wakeup import notify_workers
 from tests.e2e.background import (

@@ -17,7 +17,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from issuance.acme.client import client_for
+from issuance.controllers.acme.accounts import client_for
 from issuance.controllers.challenges import SYNC_IF_QUEUED_FOR
 from issuance.metrics import REGISTRY
 from issuance.models import Certificate, Challenge, Event

@@ -30,9 +30,9 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from issuance import events, publish, wakeup
-from issuance.acme import servers
 from issuance.acme.errors import AcmeUnreachableError
 from issuance.backoff import exponential
+from issuance.controllers.acme import servers
 from issuance.durations import format_span
 from issuance.models import (
     AcmeServer,

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from issuance.acme import servers
 from issuance.acme.errors import AcmePausedError
+from issuance.controllers.acme import servers
 from issuance.models import AcmeServer
 
 # A rate limit without Retry-After: wait this long (Let's Encrypt always sends the header).
