@@ -6,9 +6,9 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from issuance import events
+from issuance.fastpaths.model_save import save_where
 from issuance.models import Approval, Certificate, CertificateRequest, Event
-from issuance.models.fastsave import save_where
-from issuance.wakeup import wake
+from issuance.worker.wakeup import wake
 
 
 class ActionError(Exception):

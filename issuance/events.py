@@ -8,10 +8,8 @@ transaction commits (a rolled-back step leaves no trace). The cost: a worker kil
 few milliseconds between a step's commit and the end of its pass loses that pass's
 timeline entries; the state they describe is stored either way. Outside `batched()` (web
 requests, commands, tests calling controllers) every entry is written at once.
-
-Measured (docs/decisions/0004-bypasses.md): the hand-built multi-row INSERT saves the worker
-5.0 ms per certificate (19 %) over `bulk_create`. It becomes unnecessary if `bulk_create`
-compiles once per model.
+On PostgreSQL the batch is one hand-built multi-row INSERT (issuance/fastpaths/event_insert.py
+says why and what it saves).
 """
 
 from __future__ import annotations
@@ -20,12 +18,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from issuance import publish
+from issuance.fastpaths.event_insert import insert_sql, stored
 from issuance.models import Event
 
 log = logging.getLogger("issuance.events")
@@ -94,9 +92,6 @@ def batched() -> Iterator[None]:
                 write(batch)
 
 
-_COLUMNS = ("kind", "name", "certificate_name", "type", "reason", "message", "actor", "created_at")
-
-
 def write(
     batch: list[Event], on_error: Callable[[list[Event], DatabaseError], None] | None = None
 ) -> None:
@@ -119,39 +114,6 @@ def write(
             log.exception("could not record %d timeline entries", len(batch))
         return
     published(batch)
-
-
-def insert_sql(batch: list[Event]) -> tuple[str, list[Any]]:
-    """PostgreSQL: one multi-row INSERT … RETURNING the ids (in VALUES order), run in
-    autocommit or inside another statement: the ORM compiled every INSERT anew, and
-    bulk_create wraps even one in BEGIN … COMMIT."""
-    quote = connection.ops.quote_name
-    row = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
-    sql = (
-        f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(map(quote, _COLUMNS))})"  # noqa: S608
-        f" VALUES {', '.join([row] * len(batch))} RETURNING {quote(Event._meta.pk.column)}"  # type: ignore[union-attr]
-    )
-    params: list[Any] = []
-    for event in batch:
-        params += [
-            event.kind,
-            event.name,
-            event.certificate_name,
-            event.type,
-            event.reason,
-            event.message,
-            event.actor,
-            connection.ops.adapt_datetimefield_value(event.created_at),
-        ]
-    return sql, params
-
-
-def stored(ids: list[Any], batch: list[Event]) -> None:
-    """The entries were inserted with these ids."""
-    for event, pk in zip(batch, ids, strict=True):
-        event.pk = pk
-        event._state.adding = False
-        event._state.db = connection.alias
 
 
 def published(batch: list[Event]) -> None:

@@ -27,8 +27,9 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from issuance import events, publish, wakeup
+from issuance import events, publish
 from issuance.models import Challenge, ChallengeState, Event, Issuer, certificate_name_of
+from issuance.worker import wakeup
 
 log = logging.getLogger("issuance.scheduler")
 

@@ -16,7 +16,7 @@ T = TypeVar("T")
 def drain() -> int:
     """Run a one-thread worker until nothing is due (what that work makes due included), on
     the caller's connection; returns how many reconciles ran."""
-    from issuance.worker import Worker
+    from issuance.worker.loop import Worker
 
     return Worker(threads=1).run_once()
 

@@ -1,6 +1,8 @@
-"""The import rules between layers, read from the source (every import statement, also
-inside functions): models never reach the worker, the API never imports the worker's
-internals, the ACME protocol package never reaches the models."""
+"""The import rules between layers (docs/architecture.md, "Layers"), read from the source
+(every import statement, also inside functions): models never reach the worker, nothing but
+the commands that run it imports the worker's internals, the ACME protocol package never
+reaches the models, the framework bypasses reach nothing above the models, and the domain
+never imports the web project."""
 
 from __future__ import annotations
 
@@ -88,9 +90,15 @@ def test_the_import_reader_finds_real_edges() -> None:
     assert "issuance.acme.exchange" in imports_of("issuance.acme.client")
     assert "issuance.models" in imports_of("issuance.controllers.acme.accounts")
     assert "issuance.models" in reached_from("issuance.controllers.challenges")
+    assert WORKER_INTERFACE in imports_of("issuance.controllers.challenges")
+    assert "issuance.worker.loop" in imports_of("issuance.management.commands.reconcile")
 
 
-WORKER = ("issuance.worker", "issuance.wakeup")
+WORKER = ("issuance.worker",)
+# The worker's interface to the rest of the code: wake(obj), notify_workers().
+WORKER_INTERFACE = "issuance.worker.wakeup"
+# The commands that run a worker.
+RUNS_THE_WORKER = ("issuance.management.commands.reconcile", "issuance.management.commands.serve")
 
 
 @pytest.mark.parametrize("module", _modules("issuance.models"))
@@ -99,14 +107,39 @@ def test_models_never_reach_the_worker(module: str) -> None:
     assert not bad, f"{module} imports the worker: {' -> '.join(next(iter(bad.values())))}"
 
 
-@pytest.mark.parametrize("module", _modules("issuance.api"))
-def test_the_api_never_imports_worker_internals(module: str) -> None:
-    bad = sorted(m for m in imports_of(module) if _in(m, ("issuance.worker",)))
+OUTSIDE_THE_WORKER = [m for m in _sources() if not _in(m, WORKER) and m not in RUNS_THE_WORKER]
+
+
+# `from issuance.worker import wakeup` names the package too, which imports nothing.
+ALLOWED = {WORKER_INTERFACE, "issuance.worker"}
+
+
+@pytest.mark.parametrize("module", OUTSIDE_THE_WORKER)
+def test_only_the_wakeup_interface_of_the_worker_is_imported(module: str) -> None:
+    bad = sorted(m for m in imports_of(module) if _in(m, WORKER) and m not in ALLOWED)
+    assert not bad, f"{module} imports worker internals {bad}"
+
+
+@pytest.mark.parametrize("module", _modules("issuance.fastpaths"))
+def test_the_bypasses_reach_nothing_above_the_models(module: str) -> None:
+    above = ("issuance.worker", "issuance.controllers", "issuance.api", "issuance.specs", "console")
+    bad = {m: chain for m, chain in reached_from(module).items() if _in(m, above)}
+    assert not bad, f"{module} reaches {' -> '.join(next(iter(bad.values())))}"
+
+
+@pytest.mark.parametrize("module", _modules("issuance"))
+def test_the_domain_never_imports_the_web_project(module: str) -> None:
+    bad = sorted(m for m in imports_of(module) if _in(m, ("console",)))
     assert not bad, f"{module} imports {bad}"
 
 
 @pytest.mark.parametrize("module", _modules("issuance.acme"))
 def test_the_acme_protocol_package_never_reaches_the_models(module: str) -> None:
-    state = ("issuance.models", "issuance.worker", "issuance.wakeup", "issuance.events")
+    state = ("issuance.models", "issuance.worker", "issuance.worker.wakeup", "issuance.events")
     bad = {m: chain for m, chain in reached_from(module).items() if _in(m, state)}
     assert not bad, f"{module} reaches state: {' -> '.join(next(iter(bad.values())))}"
+
+
+def test_the_worker_package_itself_imports_nothing() -> None:
+    # So that importing the wake-up interface does not load the loop and the controllers.
+    assert imports_of("issuance.worker") == frozenset()

@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 from rest_framework.authtoken.models import Token
 
-from issuance.worker.load import compiled
+from issuance.fastpaths.compiled_query import compiled
 
 # Never a token key (keys are hex): marks the key's place in the compiled parameters.
 _STAND_IN = "\x00token-key\x00"

@@ -20,7 +20,6 @@ from rest_framework.response import Response
 from issuance import actions, events
 from issuance.api.common import (
     CertificateWriteSerializer,
-    PrebuiltFieldsMixin,
     ResourceViewSet,
     merge_patch,
     read_write_body,
@@ -30,6 +29,7 @@ from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.permissions import ADMIN, OPERATOR
 from issuance.api.query import QueryFilter
 from issuance.controllers.acme import health
+from issuance.fastpaths.prebuilt_fields import PrebuiltFieldsMixin
 from issuance.models import Certificate, CertificateState, Secret
 from issuance.specs import apply_certificate_ex
 from issuance.specs.certificate import CertificateExists

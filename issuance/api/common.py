@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import io
 from collections.abc import Mapping
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from django.conf import settings
 from rest_framework import serializers, viewsets
@@ -129,34 +129,6 @@ class CertificateWriteSerializer(ResourceWriteSerializer):
 
 class CertificateRequestWriteSerializer(ResourceWriteSerializer):
     kind = kind_field("CertificateRequest")
-
-
-class PrebuiltFieldsMixin:
-    """Represent objects through fields built once per class, not copied per serializer.
-
-    DRF deep-copies every declared field for each serializer instance (a Certificate and its
-    status: ~20 fields, a tenth of an API create's CPU) before converting one object. Only
-    for serializers whose fields just convert values (no `context`, no relations, no
-    request): those fields hold no per-request state, so one bound set per class serves
-    every thread. The output is DRF's own `to_representation` over the same fields.
-    `.fields` (schema, validation, the browsable API) is untouched.
-
-    Measured (docs/decisions/0004-bypasses.md): DRF's own field copies cost the web process
-    0.6 ms more per certificate, 11 % of its CPU. Unnecessary if DRF stops deep-copying
-    declared fields per instance.
-    """
-
-    @property
-    def _readable_fields(self) -> list[serializers.Field[Any, Any, Any, Any]]:
-        cls = type(self)
-        fields: list[serializers.Field[Any, Any, Any, Any]] | None = cls.__dict__.get(
-            "_prebuilt_fields"
-        )
-        if fields is None:
-            prototype = cast("serializers.Serializer[Any]", cls())
-            fields = [f for f in prototype.fields.values() if not f.write_only]
-            cls._prebuilt_fields = fields  # type: ignore[attr-defined]
-        return fields
 
 
 class ActionBodySerializer(serializers.Serializer[Any]):

@@ -17,7 +17,7 @@ from issuance.models import BootstrapToken, CertificateRequest, Issuer
 from issuance.specs.certificate import check_name
 from issuance.specs.certificaterequest import generated_name, validate_request_spec
 from issuance.specs.errors import SpecError
-from issuance.wakeup import wake
+from issuance.worker.wakeup import wake
 
 CLIENT_FIELDS = ("name", "request", "issuerRef", "signerName", "expirationSeconds", "usages")
 # A client stuck in a loop must not flood the approval queue.

@@ -14,12 +14,12 @@ from typing import Any, cast
 from django.db.models import Q, QuerySet, Subquery
 
 from issuance.durations import DurationError, parse_duration
+from issuance.fastpaths.compiled_query import compiled
 from issuance.models import Certificate, CertificateRequest, Secret
 from issuance.pki.csr import CSRError, CSRInfo, parse_csr
 from issuance.pki.keys import KeyError_, PassKeys, StoredKey, key_matches_spec
 from issuance.pki.x509 import CertInfo, cert_info
 from issuance.renewal import renewal_time
-from issuance.worker.load import compiled
 
 DEFAULT_DURATION = "2160h"
 CONTROLLER_USERNAME = "system:certificate-controller"

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from issuance import actions, approval, events, faults
 from issuance.controllers.base import Result
+from issuance.fastpaths.model_save import save_where
 from issuance.issuers import registry
 from issuance.issuers.base import SignOutcome, SignState
 from issuance.models import (
@@ -22,7 +23,7 @@ from issuance.models import (
     RequestState,
     certificate_name_of,
 )
-from issuance.models.fastsave import save_where
+from issuance.worker.wakeup import Wake
 
 POLICY_ACTOR = "policy"
 AUTO_APPROVE_VALUES = ("owned", "all", "none")
@@ -134,7 +135,13 @@ def _finish(request: CertificateRequest, state: str, why: tuple[str, str]) -> bo
     )
     using = request._state.db or DEFAULT_DB_ALIAS
     owner = request.certificate if request.certificate_id is not None else None
-    if not save_where(request, FINISH_FIELDS, using, wake=owner, state=RequestState.PENDING):
+    if not save_where(
+        request,
+        FINISH_FIELDS,
+        using,
+        wake=Wake(owner) if owner else None,
+        state=RequestState.PENDING,
+    ):
         request.refresh_from_db()
         return False
     events.record(

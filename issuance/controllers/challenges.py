@@ -28,10 +28,11 @@ from django.utils import timezone
 from issuance import events, scheduler
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.controllers.base import PermanentError, Result, TemporaryError
+from issuance.fastpaths.model_save import save_where
 from issuance.models import Challenge, ChallengeState, Event, OrderState, certificate_name_of
-from issuance.models.fastsave import save_where
 from issuance.solvers.base import Solver, SolverConfigError
 from issuance.solvers.registry import solver_for
+from issuance.worker.wakeup import Wake
 
 log = logging.getLogger("issuance.controllers.challenges")
 
@@ -128,7 +129,7 @@ def finish(challenge: Challenge, state: str, reason: str) -> Result:
     using = challenge._state.db or DEFAULT_DB_ALIAS
     # Only while unfinished (the scheduler's timeout may have finished it first); the order
     # is woken by the same statement.
-    if save_where(challenge, fields, using, wake=challenge.order, finished=False):
+    if save_where(challenge, fields, using, wake=Wake(challenge.order), finished=False):
         scheduler.mark_queue_changed()  # a slot is free
         ok = state == ChallengeState.VALID
         _event(

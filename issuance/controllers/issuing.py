@@ -31,6 +31,7 @@ from issuance.controllers.certificate_policy import (
 )
 from issuance.controllers.readiness import apply_readiness
 from issuance.dbutil import guarded
+from issuance.fastpaths.model_save import save_where
 from issuance.models import (
     Certificate,
     CertificateRequest,
@@ -39,7 +40,6 @@ from issuance.models import (
     Secret,
     validate_resource_name,
 )
-from issuance.models.fastsave import save_where
 from issuance.pki.csr import CSRError, build_csr, parse_csr
 from issuance.pki.keys import KeyError_, StoredKey, generate_private_key, private_key_to_pem
 from issuance.pki.x509 import cert_info
@@ -210,7 +210,7 @@ def ensure_request(view: CertView) -> CertificateRequest | None:
 
 
 def _notify() -> None:
-    from issuance.wakeup import notify_workers
+    from issuance.worker.wakeup import notify_workers
 
     notify_workers()
 

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 from django.db import IntegrityError, connection
 from django.utils import timezone
 
-from issuance import events, faults, scheduler, wakeup
+from issuance import events, faults, scheduler
 from issuance.acme.client import AcmeClient
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
@@ -62,6 +62,7 @@ from issuance.models import (
 )
 from issuance.pki.csr import parse_csr
 from issuance.pki.x509 import cert_info, split_pem_chain
+from issuance.worker import wakeup
 
 log = logging.getLogger("issuance.orders")
 

@@ -17,7 +17,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from issuance import events, wakeup
+from issuance import events
 from issuance.acme.account import AccountConfigError
 from issuance.acme.errors import AcmeProblemError, AcmeUnreachableError, problem_type
 from issuance.controllers.acme import servers
@@ -42,6 +42,7 @@ from issuance.models import (
 )
 from issuance.pki.csr import CSRError, parse_csr
 from issuance.pki.x509 import split_pem_chain
+from issuance.worker import wakeup
 
 log = logging.getLogger("issuance.issuers.acme")
 

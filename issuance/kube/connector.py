@@ -20,7 +20,7 @@ from issuance.kube import config, mirror, secrets, writeback
 from issuance.kube.client import KubeApi
 from issuance.kube.watcher import Batch, Watcher
 from issuance.models import KubeCSR
-from issuance.wakeup import local_wakeup
+from issuance.worker.wakeup import local_wakeup
 
 log = logging.getLogger("issuance.kube")
 MAX_BATCHES_PER_PASS = 500

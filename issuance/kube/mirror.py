@@ -21,7 +21,7 @@ from issuance.durations import format_duration
 from issuance.kube.client import Obj
 from issuance.kube.config import issuer_for_signer
 from issuance.models import Approval, CertificateRequest, Event, Issuer, KubeCSR
-from issuance.wakeup import wake
+from issuance.worker.wakeup import wake
 
 log = logging.getLogger("issuance.kube")
 SOURCE = "kubernetes"

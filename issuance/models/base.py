@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
 
-from issuance.models.fastsave import insert_instead, update_fields_save
+from issuance.fastpaths.model_save import insert_instead, update_fields_save
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
-from issuance.models.fastsave import insert_instead
+from issuance.fastpaths.model_save import insert_instead
 from issuance.pki.encryption import decrypt_text, encrypt_text
 
 

@@ -8,9 +8,7 @@ While the database cannot be reached, a token this process answered (or presente
 is answered from memory (RecentAnswers), so a CA validating during an outage still gets
 its answer. The memory is only a fallback: whenever the database answers, it decides.
 
-Measured (docs/decisions/0004-bypasses.md): the token lookup compiled once saves the web
-process 1.2 ms per certificate (23 %). It becomes unnecessary if Django caches compiled
-SELECTs.
+The lookup itself is compiled once (issuance/fastpaths/http01_lookup.py says why).
 """
 
 from __future__ import annotations
@@ -23,63 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DatabaseError
 
 from issuance.availability import DatabaseUnavailable, availability, is_unavailable_error
-from issuance.models import Challenge, ChallengeType
+from issuance.fastpaths.http01_lookup import presented_key
+from issuance.models import Challenge
 from issuance.solvers.selfcheck import check_http01
 
 # RFC 8555 tokens are base64url; anything else cannot be ours (and never hits the database).
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 PATH_PREFIX = "/.well-known/acme-challenge/"
-# Never a token (TOKEN_RE refuses it): marks the token's place in the compiled parameters.
-_STAND_IN = "\x00token\x00"
-
-
-@dataclass(frozen=True)
-class _Statement:
-    sql: str
-    params: tuple[Any, ...]
-    slot: int
-
-
-_statements: dict[str, _Statement] = {}
-
-
-def _statement(alias: str) -> _Statement:
-    """The lookup's SQL, compiled by the ORM once per database (not per request).
-
-    Compiling the QuerySet cost Django more CPU than running it (a py-spy profile of bulk
-    issuance: a third of the web process). The SQL is exactly what the QuerySet runs, so
-    the semantics (filters, ordering of .first()) stay the ORM's.
-    """
-    statement = _statements.get(alias)
-    if statement is None:
-        queryset = Challenge.objects.using(alias).filter(
-            token=_STAND_IN, type=ChallengeType.HTTP01, presented=True, finished=False
-        )
-        query = queryset.values_list("spec", flat=True)[:1].query
-        sql, params = query.get_compiler(using=alias).as_sql()
-        statement = _statements[alias] = _Statement(sql, tuple(params), params.index(_STAND_IN))
-    return statement
-
-
-def _query(token: str, alias: str = DEFAULT_DB_ALIAS) -> str | None:
-    statement = _statement(alias)
-    params = list(statement.params)
-    params[statement.slot] = token
-    connection = connections[alias]
-    with connection.cursor() as cursor:
-        cursor.execute(statement.sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    # The ORM's own decoding of the column (JSON text on both PostgreSQL and SQLite).
-    spec = Challenge._meta.get_field("spec").from_db_value(row[0], None, connection)  # type: ignore[arg-type]
-    if not isinstance(spec, dict):
-        return None
-    key = spec.get("key")
-    return str(key) if key else None
 
 
 class RecentAnswers:
@@ -156,9 +107,9 @@ def _shared_query(token: str) -> str | None:
         if flight.error is not None and is_unavailable_error(flight.error):
             raise DatabaseUnavailable(str(flight.error)) from flight.error
         # The leader's query failed otherwise (its caller got the error): ask for ourselves.
-        return _query(token)
+        return presented_key(token)
     try:
-        flight.key = _query(token)
+        flight.key = presented_key(token)
         flight.ok = True
         return flight.key
     except BaseException as exc:

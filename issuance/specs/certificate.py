@@ -32,7 +32,7 @@ from issuance.specs.names import (
     normalize_uris,
 )
 from issuance.specs.outcome import Applied, Outcome, changed_fields
-from issuance.wakeup import notify_workers, wake
+from issuance.worker.wakeup import notify_workers, wake
 
 DEFAULT_DURATION = timedelta(hours=2160)
 MAX_COMMON_NAME = 64

@@ -24,7 +24,7 @@ from issuance.specs.certificate import (
 )
 from issuance.specs.errors import Errors, SpecError
 from issuance.specs.fields import check_object, opt_bool, opt_duration, opt_int
-from issuance.wakeup import wake
+from issuance.worker.wakeup import wake
 
 FIELDS = ("request", "issuerRef", "duration", "usages", "isCA", "expirationSeconds")
 SERVER_SET = "set by the server from the authenticated user; leave it out"

@@ -36,7 +36,7 @@ from issuance.specs.errors import Errors
 from issuance.specs.fields import check_object, opt_bool, opt_duration, opt_resource_name, opt_str
 from issuance.specs.outcome import Applied, Outcome, changed_fields
 from issuance.specs.secrets import TLS, SecretWrite, owner_conflict, secret_exists, store
-from issuance.wakeup import wake
+from issuance.worker.wakeup import wake
 
 KINDS = ("acme", "ca", "selfSigned")
 UNSUPPORTED_KINDS = {

@@ -1,164 +1,93 @@
-"""Claiming due rows of every controller's table in one PostgreSQL statement.
+"""Claiming due rows with a lease, and giving them back: the one claim path of `run()`,
+`tick()` and `run_once()`.
 
-The portable claim (issuance.worker.loop.Worker.claim) costs a transaction with a SELECT … FOR
-UPDATE SKIP LOCKED and an UPDATE per table, even for tables with nothing due; with five
-tables that was ~15 round trips every time a thread became free. Here one statement locks
-up to `limit` due, unleased rows per table (SKIP LOCKED: rows another worker is claiming are
-passed over), keeps `limit` of them taking turns between the tables (oldest first within
-each), leases them and returns them. Rows locked but not kept are unlocked, unleased, when
-the statement ends.
+A row is claimable when it is due (`due_at <= now`) and not leased (no `lease_until`, or one
+in the past). Claiming sets `lease_owner` and `lease_until = now + WORKER_LEASE`; the
+heartbeat renews the lease while the row is worked on, so a dead worker's rows are taken
+over once their lease runs out (docs/decisions/0002-leases-and-heartbeats.md).
 
-Measured (docs/decisions/0004-bypasses.md): the claim over every table in one statement
-saves the worker 9.8 ms per certificate (38 %), and the release statement that also writes
-the timeline entries saves 5.7 ms (22 %). Both become unnecessary if the claim moves to one
-queue table.
+On PostgreSQL every table is claimed in one statement and a row is released in one
+statement with its pass's timeline entries (issuance/fastpaths/claim_statements.py says
+why and what it saves). Elsewhere (SQLite) each table is claimed in turn, row by row, with a
+compare-and-set UPDATE: only one worker's UPDATE matches an unleased row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, connection
-from django.db.models import Model
+from django.db import connection
+from django.db.models import Min, Model, Q
+from django.utils import timezone
 
-from issuance import events
-from issuance.models import Event
+from issuance.fastpaths.claim_statements import claim_all, release
 
-# Table and column names come from the models (quoted); every value is a parameter.
-_LOCKED = (
-    "c{i} AS MATERIALIZED (SELECT {pk} AS id, due_at FROM {table}"
-    " WHERE due_at <= %(now)s AND (lease_until IS NULL OR lease_until < %(now)s)"
-    " ORDER BY due_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
-)
-_PICKED = "SELECT {i} AS k, id, due_at FROM c{i}"
-_UPDATED = (
-    "u{i} AS (UPDATE {table} SET lease_owner = %(owner)s, lease_until = %(until)s"
-    " WHERE {pk} IN (SELECT id FROM pick WHERE k = {i})"
-    " RETURNING {i} AS k, {pk} AS id, wake_seq, error_count, due_at)"
-)
-_RETURNED = "SELECT k, id, wake_seq, error_count, due_at FROM u{i}"
-# Taken round-robin over the tables (each one's oldest first, then each one's second, …), so
-# a long backlog of one kind (a renewal storm of Certificates) cannot hold back the others
-# (the Challenges and Orders that finish the issuances already started).
-_STATEMENT = (
-    "WITH {locked}, pick AS MATERIALIZED (SELECT k, id, due_at FROM ("
-    "SELECT k, id, due_at, row_number() OVER (PARTITION BY k ORDER BY due_at) AS turn"
-    " FROM ({picked}) AS due) AS ranked ORDER BY turn, due_at LIMIT %(limit)s), {updated}"
-    " SELECT k, id, wake_seq, error_count FROM ({returned}) AS claimed ORDER BY due_at"
-)
+__all__ = ["ClaimedRow", "claim", "next_claimable", "release"]
+
+# (index into the models claimed over, pk, wake_seq, error_count)
+ClaimedRow = tuple[int, Any, int, int]
 
 
-def claim_sql(models: Sequence[type[Model]]) -> str:
-    """The statement for these tables (the same text for the same models)."""
-    quote = connection.ops.quote_name
-    parts: dict[str, list[str]] = {"locked": [], "picked": [], "updated": [], "returned": []}
-    for i, model in enumerate(models):
-        names = {
-            "i": str(i),
-            "table": quote(model._meta.db_table),
-            "pk": quote(model._meta.pk.column),  # type: ignore[union-attr]
-        }
-        parts["locked"].append(_LOCKED.format(**names))
-        parts["picked"].append(_PICKED.format(**names))
-        parts["updated"].append(_UPDATED.format(**names))
-        parts["returned"].append(_RETURNED.format(**names))
-    return _STATEMENT.format(
-        locked=", ".join(parts["locked"]),
-        picked=" UNION ALL ".join(parts["picked"]),
-        updated=", ".join(parts["updated"]),
-        returned=" UNION ALL ".join(parts["returned"]),
-    )
+def claim(
+    models: Sequence[type[Model]],
+    limit: int,
+    owner: str,
+    now: datetime,
+    until: datetime,
+    *,
+    start: int = 0,
+    stop: threading.Event | None = None,
+) -> list[ClaimedRow]:
+    """Lease up to `limit` due rows over `models` for `owner` until `until`.
 
-
-def claim_all(
-    models: Sequence[type[Model]], limit: int, owner: str, now: datetime, until: datetime
-) -> list[tuple[int, Any, int, int]]:
-    """Lease up to `limit` due rows over all `models`, oldest due first.
-
-    Returns (index into models, pk, wake_seq, error_count) per claimed row.
+    `start`: the table to begin with where tables are claimed in turn (the caller moves it
+    on each time, so that no table starves the others); `stop`: no further table once set.
     """
     if not models or limit <= 0:
         return []
-    params: dict[str, datetime | int | str] = {
-        "now": now,
-        "limit": limit,
-        "owner": owner,
-        "until": until,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(claim_sql(models), params)
-        return [(int(k), pk, int(seq), int(errors)) for k, pk, seq, errors in cursor.fetchall()]
+    if connection.vendor == "postgresql":
+        return claim_all(models, limit, owner, now, until)
+    found: list[ClaimedRow] = []
+    order = [*range(start, len(models)), *range(start)]
+    for index in order:
+        if len(found) >= limit or (stop is not None and stop.is_set()):
+            break
+        rows = _claim_table(models[index], limit - len(found), owner, now, until)
+        found += [(index, pk, seq, errors) for pk, seq, errors in rows]
+    return found
 
 
-# Giving a row back: the next due time, unless it was woken while leased (wake_seq moved):
-# then the earlier of the wake-up and the next due time (or the wake-up alone when the
-# reconcile said "nothing to do"). Plain SQL (any vendor): the ORM compiled the CASE
-# expression anew for every item, which cost more CPU than the statement itself.
-_RELEASE_DONE = (
-    "UPDATE {table} SET due_at = CASE WHEN wake_seq = %s THEN NULL ELSE due_at END,"
-    " lease_owner = '', lease_until = NULL, error_count = %s, last_error = %s"
-    " WHERE {pk} = %s AND lease_owner = %s"
-)
-_RELEASE_AT = (
-    "UPDATE {table} SET due_at = CASE WHEN wake_seq = %s THEN %s"
-    " WHEN due_at IS NOT NULL AND due_at < %s THEN due_at ELSE %s END,"
-    " lease_owner = '', lease_until = NULL, error_count = %s, last_error = %s"
-    " WHERE {pk} = %s AND lease_owner = %s"
-)
+def _unleased(now: datetime) -> Q:
+    return Q(lease_until__isnull=True) | Q(lease_until__lt=now)
 
 
-def release(
-    model: type[Model],
-    pk: Any,
-    owner: str,
-    wake_seq: int,
-    at: datetime | None,
-    errors: int,
-    error: str,
-    entries: Sequence[Event] = (),
-    on_entries_error: Callable[[list[Event], DatabaseError], None] | None = None,
-) -> int:
-    """Release `owner`'s lease on one row; due at `at` (None: not due). Returns rows changed.
-
-    `entries`: timeline entries of the pass that ends here; on PostgreSQL they are inserted
-    by the same statement (a data-modifying WITH), one round trip instead of two. Entries the
-    database refuses go to `on_entries_error` (default: logged).
-    """
-    names = {
-        "table": connection.ops.quote_name(model._meta.db_table),
-        "pk": connection.ops.quote_name(model._meta.pk.column),  # type: ignore[union-attr]
-    }
-    params: list[Any]
-    if at is None:
-        sql = _RELEASE_DONE.format(**names)
-        params = [wake_seq, errors, error, pk, owner]
-    else:
-        value = connection.ops.adapt_datetimefield_value(at)
-        sql = _RELEASE_AT.format(**names)
-        params = [wake_seq, value, value, value, errors, error, pk, owner]
-    batch = list(entries)
-    if batch and connection.vendor == "postgresql":
-        insert, values = events.insert_sql(batch)
-        combined = (
-            f"WITH e AS ({insert}), r AS ({sql} RETURNING 1)"  # noqa: S608 - built texts
-            " SELECT (SELECT count(*) FROM r), e.* FROM e"
+def _claim_table(
+    model: type[Model], limit: int, owner: str, now: datetime, until: datetime
+) -> list[tuple[Any, int, int]]:
+    manager = model._default_manager
+    due = manager.filter(due_at__lte=now).filter(_unleased(now)).order_by("due_at")
+    won = []
+    for pk, seq, errors in due.values_list("pk", "wake_seq", "error_count")[:limit]:
+        taken = (
+            manager.filter(pk=pk, due_at__lte=now)
+            .filter(_unleased(now))
+            .update(lease_owner=owner, lease_until=until)
         )
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(combined, [*values, *params])
-                rows = cursor.fetchall()
-        except DatabaseError:
-            # An entry the table refuses must not keep the row leased: apart, as before
-            # (write() logs what it cannot store), then the release alone.
-            events.write(batch, on_entries_error)
-        else:
-            events.stored([row[1] for row in rows], batch)
-            events.published(batch)
-            return int(rows[0][0]) if rows else 0
-    elif batch:
-        events.write(batch, on_entries_error)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return int(cursor.rowcount)
+        if taken:
+            won.append((pk, int(seq), int(errors)))
+    return won
+
+
+def next_claimable(models: Sequence[type[Model]]) -> datetime | None:
+    """The earliest moment a row of `models` becomes claimable (due and not leased)."""
+    now = timezone.now()
+    moments: list[datetime] = []
+    for model in models:
+        rows = model._default_manager.filter(due_at__isnull=False)
+        free = rows.filter(_unleased(now)).aggregate(m=Min("due_at"))["m"]
+        leased = rows.filter(lease_until__gte=now).aggregate(m=Min("lease_until"))["m"]
+        moments += [m for m in (free, leased) if m is not None]
+    return min(moments) if moments else None

@@ -143,7 +143,7 @@ class Heartbeat:
                 self._held.pop(key, None)
         # Debug: the outage and its end are logged once by DatabaseOutage.
         log.debug("gave back %d object(s) whose release failed during the outage", len(keys))
-        from issuance.wakeup import local_wakeup
+        from issuance.worker.wakeup import local_wakeup
 
         local_wakeup.set()
 

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 from django.db import connection
 
-from issuance.wakeup import NOTIFY_CHANNEL
+from issuance.worker.wakeup import NOTIFY_CHANNEL
 
 log = logging.getLogger("issuance.worker")
 

@@ -5,7 +5,7 @@ Each resource row carries `due_at`. A worker claims due rows with a lease (Postg
 free threads, runs the controllers' `reconcile`, and writes back when to look again. A
 heartbeat thread keeps the leases of running items alive (issuance.worker.heartbeat), so a
 dead worker's rows are free again within `WORKER_LEASE`. It sleeps until the next due time,
-a wake-up in this process (issuance.wakeup.local_wakeup) or a PostgreSQL NOTIFY from another
+a wake-up in this process (issuance.worker.wakeup.local_wakeup) or a PostgreSQL NOTIFY from another
 process. A database outage is waited out (issuance.worker.outage): logged once, no item
 counted as failed, whatever could not be released given back when the database returns.
 
@@ -35,10 +35,9 @@ from django.db import (
     close_old_connections,
     connection,
     connections,
-    transaction,
 )
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Min, Model, Q, QuerySet
+from django.db.models import Model
 from django.utils import timezone
 
 from issuance import events
@@ -47,13 +46,12 @@ from issuance.controllers import registry
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.controllers.registry import Controller, Step
 from issuance.models import Event
-from issuance.wakeup import local_wakeup
 from issuance.worker import claim as worker_claim
-from issuance.worker.claim import claim_all
 from issuance.worker.heartbeat import Heartbeat
 from issuance.worker.listen import Listener, SqliteWatcher
 from issuance.worker.load import Loaders
 from issuance.worker.outage import DatabaseOutage
+from issuance.worker.wakeup import local_wakeup
 
 log = logging.getLogger("issuance.worker")
 
@@ -89,10 +87,6 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()[:30]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-def _unleased(now: datetime) -> Q:
-    return Q(lease_until__isnull=True) | Q(lease_until__lt=now)
-
-
 class Worker:
     def __init__(
         self,
@@ -122,39 +116,6 @@ class Worker:
         self._loaders = Loaders(self.worker_id)
         self.outage = DatabaseOutage()
         self.heartbeat = Heartbeat(self.worker_id, settings.WORKER_LEASE, self.outage)
-
-    # -- claiming ------------------------------------------------------------------------
-
-    def claim(self, ctrl: Controller, limit: int) -> list[Claim]:
-        """Lease up to `limit` due rows of one model for this worker."""
-        now = timezone.now()
-        manager = ctrl.model._default_manager  # type: ignore[attr-defined]
-        due: QuerySet[Any] = manager.filter(due_at__lte=now).filter(_unleased(now))
-        lease_until = now + settings.WORKER_LEASE
-        fields = ("pk", "wake_seq", "error_count")
-        if connection.vendor == "postgresql":
-            with transaction.atomic():
-                rows = list(
-                    due.select_for_update(skip_locked=True)
-                    .order_by("due_at")
-                    .values_list(*fields)[:limit]
-                )
-                if rows:
-                    manager.filter(pk__in=[r[0] for r in rows]).update(
-                        lease_owner=self.worker_id, lease_until=lease_until
-                    )
-            return [Claim(*r) for r in rows]
-        claims = []
-        for pk, seq, errors in due.order_by("due_at").values_list(*fields)[:limit]:
-            # Compare-and-set: only one worker's UPDATE matches an unleased row.
-            won = (
-                manager.filter(pk=pk, due_at__lte=now)
-                .filter(_unleased(now))
-                .update(lease_owner=self.worker_id, lease_until=lease_until)
-            )
-            if won:
-                claims.append(Claim(pk, seq, errors))
-        return claims
 
     # -- running one item ----------------------------------------------------------------
 
@@ -406,15 +367,7 @@ class Worker:
 
     def next_due(self) -> datetime | None:
         """The earliest moment a row becomes claimable (due and not leased)."""
-        now = timezone.now()
-        moments: list[datetime] = []
-        for ctrl in self.controllers:
-            manager = ctrl.model._default_manager  # type: ignore[attr-defined]
-            rows = manager.filter(due_at__isnull=False)
-            free = rows.filter(_unleased(now)).aggregate(m=Min("due_at"))["m"]
-            leased = rows.filter(lease_until__gte=now).aggregate(m=Min("lease_until"))["m"]
-            moments += [m for m in (free, leased) if m is not None]
-        return min(moments) if moments else None
+        return worker_claim.next_claimable([ctrl.model for ctrl in self.controllers])
 
     def stop(self) -> None:
         self._stop.set()
@@ -506,28 +459,28 @@ class Worker:
 
     def _claim_due(self, free: int) -> list[tuple[Controller, Claim]]:
         """Up to `free` due rows over all controllers, held by the heartbeat from now on."""
-        items = self._claim_rows(free)
+        items = self.claim_rows(free)
         if items:
             for ctrl, claim in items:
                 self.heartbeat.hold(ctrl.model, claim.pk)
             self.heartbeat.start()
         return items
 
-    def _claim_rows(self, free: int) -> list[tuple[Controller, Claim]]:
-        if connection.vendor == "postgresql":
-            now = timezone.now()
-            models = [ctrl.model for ctrl in self.controllers]
-            rows = claim_all(models, free, self.worker_id, now, now + settings.WORKER_LEASE)
-            return [(self.controllers[k], Claim(pk, seq, errors)) for k, pk, seq, errors in rows]
-        # Start with a different controller each time, so none starves the others.
+    def claim_rows(self, free: int) -> list[tuple[Controller, Claim]]:
+        """Lease up to `free` due rows over all controllers (issuance/worker/claim.py)."""
+        now = timezone.now()
+        # Where tables are claimed in turn, begin with a different one each time.
         self._turn = (self._turn + 1) % max(1, len(self.controllers))
-        order = self.controllers[self._turn :] + self.controllers[: self._turn]
-        items: list[tuple[Controller, Claim]] = []
-        for ctrl in order:
-            if free - len(items) <= 0 or self._stop.is_set():
-                break
-            items += [(ctrl, c) for c in self.claim(ctrl, free - len(items))]
-        return items
+        rows = worker_claim.claim(
+            [ctrl.model for ctrl in self.controllers],
+            free,
+            self.worker_id,
+            now,
+            now + settings.WORKER_LEASE,
+            start=self._turn,
+            stop=self._stop,
+        )
+        return [(self.controllers[k], Claim(pk, seq, errors)) for k, pk, seq, errors in rows]
 
     def _reap(self, inflight: dict[Future[None], tuple[Controller, Claim]]) -> None:
         """Forget finished items; a crash in a thread (SimulatedCrash) ends the worker."""

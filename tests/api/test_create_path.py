@@ -20,9 +20,9 @@ from rest_framework import serializers
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from issuance import wakeup
 from issuance.api.certificates import CertificateSerializer, CertificateStatusSerializer
 from issuance.models import Certificate, Event
+from issuance.worker import wakeup
 from tests.api.conftest import counts
 from tests.factories import make_certificate
 

@@ -20,7 +20,7 @@ from issuance.models import Approval, BootstrapToken, CertificateRequest, Event,
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from issuance.pki.x509 import split_pem_chain
-from issuance.worker import Worker
+from issuance.worker.loop import Worker
 from tests.factories import make_ca_issuer
 
 pytestmark = pytest.mark.django_db

@@ -21,7 +21,7 @@ from issuance.bootstrap.tokens import create_token
 from issuance.models import AcmeServer, CertificateRequest, Event
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
-from issuance.worker import Worker
+from issuance.worker.loop import Worker
 from tests.factories import (
     make_acme_issuer,
     make_ca_issuer,

@@ -13,7 +13,7 @@ from issuance.controllers.base import Result
 from issuance.models import Certificate, CertificateRequest, Issuer
 from issuance.pki.csr import parse_csr
 from issuance.pki.keys import public_key_bytes, validate_private_key
-from issuance.wakeup import wake
+from issuance.worker.wakeup import wake
 
 
 def step(cert: Certificate) -> Result:

@@ -398,7 +398,7 @@ class TestTriggers:
         cert = make_certificate("lost", make_selfsigned_issuer(), privateKey=EC)
         drain()
         Secret.objects.filter(name="lost-tls").delete()
-        from issuance.wakeup import wake
+        from issuance.worker.wakeup import wake
 
         wake(cert)
         drain()

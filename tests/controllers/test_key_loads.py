@@ -35,7 +35,7 @@ from issuance.pki.keys import (
 )
 from issuance.pki.signing import sign_csr
 from issuance.specs import SpecError, apply_issuer
-from issuance.worker import Worker
+from issuance.worker.loop import Worker
 from tests.controllers.helpers import (
     approve_latest,
     deny_latest,

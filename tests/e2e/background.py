@@ -15,8 +15,8 @@ from typing import Any
 
 from issuance.models import AcmeServer, Certificate, Issuer
 from issuance.roles import VIEWER
-from issuance.wakeup import notify_workers
-from issuance.worker import Worker
+from issuance.worker.loop import Worker
+from issuance.worker.wakeup import notify_workers
 from tests.factories import make_certificate
 from tests.helpers import wait_for
 

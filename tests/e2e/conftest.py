@@ -118,7 +118,7 @@ def acme_stack(
 @pytest.fixture
 def drive() -> Callable[..., None]:
     """Run the real worker in this process until `until()` is true (or fail after `timeout`)."""
-    from issuance.worker import Worker
+    from issuance.worker.loop import Worker
 
     def run(until: Callable[[], bool], timeout: float = 60.0, threads: int = 1) -> None:
         worker = Worker(threads=threads)

@@ -15,7 +15,7 @@ from django.utils import timezone
 from issuance.controllers.acme import ratelimit
 from issuance.controllers.acme.accounts import client_for
 from issuance.models import Certificate, Event, Issuer, Order
-from issuance.wakeup import wake
+from issuance.worker.wakeup import wake
 from tests.e2e.conftest import AcmeStack
 from tests.e2e.servers import manage_py, verify_chain
 from tests.factories import make_certificate

@@ -37,7 +37,7 @@ from issuance.acme.exchange import server_stats
 from issuance.controllers.acme import health
 from issuance.controllers.acme.accounts import client_for
 from issuance.models import AcmeServer, Certificate, CertificateRequest, Event, Issuer, Order
-from issuance.wakeup import notify_workers
+from issuance.worker.wakeup import notify_workers
 from tests.e2e.background import (
     ECDSA,
     all_ready,

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from issuance.models import Certificate, Challenge, ChallengeState, Event, Order
-from issuance.wakeup import notify_workers
+from issuance.worker.wakeup import notify_workers
 from tests.e2e.background import ECDSA, all_ready, outage_record, running_worker, warm_up
 from tests.e2e.conftest import AcmeStack
 from tests.e2e.servers import DjangoThreadServer, free_port

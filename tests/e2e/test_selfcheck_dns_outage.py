@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from issuance.models import Certificate, Challenge
 from issuance.solvers import selfcheck
-from issuance.wakeup import notify_workers
+from issuance.worker.wakeup import notify_workers
 from tests.e2e.background import make_viewer, running_worker
 from tests.e2e.bind9 import NAMED, Bind9Server, WebhookProvider, start_bind9, start_webhook_provider
 from tests.e2e.conftest import AcmeStack

@@ -14,11 +14,12 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from issuance import events, wakeup
+from issuance import events
 from issuance.controllers.base import Result
 from issuance.controllers.registry import Controller
 from issuance.models import Certificate, Event
-from issuance.worker import Worker
+from issuance.worker import wakeup
+from issuance.worker.loop import Worker
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.worker.threads import run_in_thread
 

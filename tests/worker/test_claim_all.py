@@ -10,9 +10,8 @@ from django.utils import timezone
 from issuance.controllers.base import Result
 from issuance.controllers.registry import Controller
 from issuance.models import Certificate, Issuer
-from issuance.worker import Worker
 from issuance.worker.claim import claim_all
-from issuance.worker.loop import INLINE_STEPS
+from issuance.worker.loop import INLINE_STEPS, Worker
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db

@@ -23,7 +23,7 @@ from issuance.models import (
     Secret,
 )
 from issuance.pki.x509 import cert_info
-from issuance.worker import Worker
+from issuance.worker.loop import Worker
 from tests.controllers.helpers import csr_key_der, key_der, manual_issuer
 from tests.factories import make_ca_issuer, make_certificate, make_selfsigned_issuer
 

@@ -113,7 +113,7 @@ def test_wakeup_via_notify(procs: list[subprocess.Popen[str]]) -> None:
     proc = start("--threads", "1")
     procs.append(proc)
     time.sleep(2)  # idle
-    from issuance.wakeup import notify_workers
+    from issuance.worker.wakeup import notify_workers
 
     t0 = time.monotonic()
     make_certificate("late", issuer, privateKey=EC)

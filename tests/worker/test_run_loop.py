@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import connection
 
 from issuance.models import Certificate, CertificateState
-from issuance.wakeup import wake
-from issuance.worker import Worker
+from issuance.worker.loop import Worker
+from issuance.worker.wakeup import wake
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.helpers import wait_for
 from tests.worker.threads import run_in_thread
@@ -153,7 +153,7 @@ def test_a_reconcile_longer_than_the_lease_is_never_taken_over() -> None:
         first = Certificate.objects.get(pk=cert.pk).lease_until
         leases = set()
         while not finished.is_set():
-            stolen += other.claim(other.controllers[0], 10)
+            stolen += other.claim_rows(10)
             leases.add(Certificate.objects.get(pk=cert.pk).lease_until)
             time.sleep(0.25)
         assert first is not None

@@ -20,7 +20,7 @@ from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CREATE = """
-from issuance.wakeup import wake
+from issuance.worker.wakeup import wake
 from issuance.models import Issuer
 from tests.factories import make_certificate, make_selfsigned_issuer
 issuer = Issuer.objects.filter(name="selfsigned").first() or make_selfsigned_issuer()

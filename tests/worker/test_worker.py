@@ -13,8 +13,8 @@ from issuance import faults
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.controllers.registry import Controller
 from issuance.models import Certificate, Event
-from issuance.wakeup import wake
-from issuance.worker import Worker
+from issuance.worker.loop import Worker
+from issuance.worker.wakeup import wake
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +40,7 @@ def reload(cert: Certificate) -> Certificate:
 def test_claim_leases_and_excludes_others(cert: Certificate) -> None:
     w1 = worker_with(lambda c: Result.done(), "w1")
     w2 = worker_with(lambda c: Result.done(), "w2")
-    claims = w1.claim(w1.controllers[0], 10)
+    claims = [c for _, c in w1.claim_rows(10)]
     assert [c.pk for c in claims] == [cert.pk]
     row = reload(cert)
     assert row.lease_owner == "w1"
@@ -48,19 +48,19 @@ def test_claim_leases_and_excludes_others(cert: Certificate) -> None:
     assert timedelta(seconds=20) == settings.WORKER_LEASE
     assert row.lease_until is not None
     assert timedelta(seconds=15) < row.lease_until - timezone.now() <= settings.WORKER_LEASE
-    assert w2.claim(w2.controllers[0], 10) == []
+    assert [c for _, c in w2.claim_rows(10)] == []
     # an expired lease can be taken over
     Certificate.objects.filter(pk=cert.pk).update(lease_until=timezone.now() - timedelta(1))
-    assert [c.pk for c in w2.claim(w2.controllers[0], 10)] == [cert.pk]
+    assert [c.pk for c in [c for _, c in w2.claim_rows(10)]] == [cert.pk]
     assert reload(cert).lease_owner == "w2"
 
 
 def test_not_due_not_claimed(cert: Certificate) -> None:
     Certificate.objects.filter(pk=cert.pk).update(due_at=timezone.now() + timedelta(minutes=1))
     w = worker_with(lambda c: Result.done())
-    assert w.claim(w.controllers[0], 10) == []
+    assert w.claim_rows(10) == []
     Certificate.objects.filter(pk=cert.pk).update(due_at=None)
-    assert w.claim(w.controllers[0], 10) == []
+    assert w.claim_rows(10) == []
     assert w.run_once() == 0
 
 

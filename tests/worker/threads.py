@@ -6,7 +6,7 @@ import threading
 
 from django.db import connection
 
-from issuance.worker import Worker
+from issuance.worker.loop import Worker
 
 
 def run_in_thread(worker: Worker, stop: threading.Event) -> threading.Thread:

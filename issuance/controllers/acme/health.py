@@ -29,7 +29,7 @@ from typing import Any
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from issuance import events, publish, wakeup
+from issuance import events, publish
 from issuance.acme.errors import AcmeUnreachableError
 from issuance.backoff import exponential
 from issuance.controllers.acme import servers
@@ -44,6 +44,7 @@ from issuance.models import (
     IssuerKind,
     Order,
 )
+from issuance.worker import wakeup
 
 log = logging.getLogger("issuance.acme.health")
 

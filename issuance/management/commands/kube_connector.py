@@ -15,7 +15,7 @@ from django.db import close_old_connections
 
 from issuance.kube import config
 from issuance.kube.connector import shared, shutdown
-from issuance.wakeup import local_wakeup
+from issuance.worker.wakeup import local_wakeup
 
 
 class Command(BaseCommand):

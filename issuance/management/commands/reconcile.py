@@ -12,7 +12,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.core.management.base import BaseCommand, CommandParser
 
 from issuance import publish
-from issuance.worker import Worker
+from issuance.worker.loop import Worker
 
 
 class Command(BaseCommand):

@@ -31,7 +31,7 @@ class Command(BaseCommand):
         stop = threading.Event()
         worker_thread: threading.Thread | None = None
         if not options["no_worker"]:
-            from issuance.worker import Worker
+            from issuance.worker.loop import Worker
 
             worker = Worker(threads=options["threads"])
             worker_thread = threading.Thread(

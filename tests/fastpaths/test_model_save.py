@@ -8,9 +8,9 @@ from django.db.models import F
 from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 
+from issuance.fastpaths.model_save import update_where
 from issuance.models import Certificate, CertificateRequest
 from issuance.models.base import ImmutableSpecError
-from issuance.models.fastsave import update_where
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db

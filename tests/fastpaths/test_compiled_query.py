@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.db.models import Q
 
+from issuance.fastpaths.compiled_query import CompiledQuery, compiled
 from issuance.models import Certificate, Issuer
-from issuance.worker.load import CompiledQuery, compiled
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db

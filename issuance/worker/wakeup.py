@@ -13,6 +13,7 @@ import contextlib
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +28,7 @@ from django.db import (
 from django.db.models import F, Model
 from django.utils import timezone
 
-log = logging.getLogger("issuance.wakeup")
+log = logging.getLogger("issuance.worker.wakeup")
 
 # Set when something became due in this process; the in-process worker waits on it.
 local_wakeup = threading.Event()
@@ -113,7 +114,7 @@ def wake(obj: Model, at: datetime | None = None) -> None:
 
 
 def wake_sql(obj: Model, at: datetime | None = None) -> tuple[str, list[Any]]:
-    """The UPDATE that wakes `obj`, for models/fastsave.py, which runs it in the same
+    """The UPDATE that wakes `obj`, for issuance.fastpaths.model_save, which runs it in the same
     statement as a compare-and-set write (its caller calls woken() after it). Plain SQL
     because it is part of that one statement; wake() itself is a QuerySet.update (the
     raw text there saved nothing measurable: docs/decisions/0004-bypasses.md)."""
@@ -123,6 +124,23 @@ def wake_sql(obj: Model, at: datetime | None = None) -> tuple[str, list[Any]]:
     pk = quote(obj._meta.pk.column)  # type: ignore[union-attr]
     sql = f"UPDATE {table} SET due_at = %s, wake_seq = wake_seq + 1 WHERE {pk} = %s"  # noqa: S608
     return sql, [connection.ops.adapt_datetimefield_value(when), obj.pk]
+
+
+@dataclass(frozen=True)
+class Wake:
+    """A wake-up of `obj` made together with a compare-and-set write of another row
+    (issuance.fastpaths.model_save.save_where(..., wake=Wake(owner)))."""
+
+    obj: Model
+
+    def sql(self) -> tuple[str, list[Any]]:
+        return wake_sql(self.obj)
+
+    def run(self) -> None:
+        wake(self.obj)
+
+    def done(self) -> None:
+        woken()
 
 
 def woken(at: datetime | None = None) -> None:

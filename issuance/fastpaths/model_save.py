@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -151,23 +151,36 @@ def update_fields_save(instance: Model, update_fields: Iterable[str], using: str
     return True
 
 
+class AlsoUpdate(Protocol):
+    """A second row's UPDATE that goes with a compare-and-set write, both or neither (the
+    worker's wake-up of an owner: issuance.worker.wakeup.Wake). Given by the caller, so
+    this module knows nothing of the worker."""
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """The UPDATE, to run in the same statement as the write (PostgreSQL)."""
+
+    def run(self) -> None:
+        """Run it as its own statement (the caller's transaction holds both)."""
+
+    def done(self) -> None:
+        """After `sql()` ran inside the write's statement and the write matched."""
+
+
 def save_where(
     instance: Model,
     update_fields: Iterable[str],
     using: str,
     *,
-    wake: Model | None = None,
+    wake: AlsoUpdate | None = None,
     **conditions: Any,
 ) -> bool:
     """Save these fields only while the row still matches `conditions` (compare-and-set).
 
     One UPDATE … WHERE pk = %s AND <field> = %s …, with the signals Model.save sends (the
     live updates listen to post_save). Returns False, sending no post_save, when no row
-    matched: someone changed the row meanwhile. `wake`: an object to wake (issuance.wakeup)
+    matched: someone changed the row meanwhile. `wake`: an UPDATE of another row made
     if the row was saved, atomically with it.
     """
-    from issuance import wakeup
-
     names = frozenset(update_fields)
     pre_save.send(
         sender=type(instance), instance=instance, raw=False, using=using, update_fields=names
@@ -182,11 +195,11 @@ def save_where(
             with transaction.atomic(using=using):
                 saved = _update_or_orm(instance, names, using, conditions)
                 if saved:
-                    wakeup.wake(wake)
+                    wake.run()
         else:
             saved = bool(woke)
             if saved:
-                wakeup.woken()
+                wake.done()
     if not saved:
         return False
     instance._state.db = using
@@ -224,19 +237,17 @@ def _update_and_wake(
     instance: Model,
     names: frozenset[str],
     using: str,
-    wake: Model,
+    wake: AlsoUpdate,
     conditions: dict[str, Any],
 ) -> int | None:
     """PostgreSQL: the compare-and-set UPDATE and the wake-up in one statement (a
     data-modifying WITH; the wake-up only if the row matched), instead of a transaction of
     two: BEGIN, UPDATE, UPDATE, COMMIT. None when the precompiled UPDATE does not apply."""
-    from issuance import wakeup
-
     compiled = _compiled_update(instance, names, using, conditions)
     if compiled is None:
         return None
     sql, params = compiled
-    wake_update, wake_params = wakeup.wake_sql(wake)
+    wake_update, wake_params = wake.sql()
     combined = (
         f"WITH u AS ({sql} RETURNING 1),"  # noqa: S608 - texts built from model metadata
         f" w AS ({wake_update} AND EXISTS (SELECT 1 FROM u)) SELECT count(*) FROM u"
