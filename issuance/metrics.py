@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -62,10 +61,6 @@ ACME_SERVER_REQUESTS = Counter(
 
 _CONDITIONS = ("True", "False", "Unknown")
 _CERT_LABELS = ["name", "issuer_name", "issuer_kind"]
-
-
-def _ts(value: datetime | None) -> float | None:
-    return value.timestamp() if value else None
 
 
 def _condition_status(conditions: Any, type_: str) -> str:

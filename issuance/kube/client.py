@@ -51,13 +51,6 @@ class KubeApi:
             )
         )
 
-    def create_csr(self, body: Obj) -> Obj:
-        return _json(
-            self.certs.create_certificate_signing_request(
-                body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
-            )
-        )
-
     def replace_csr_approval(self, name: str, body: Obj) -> Obj:
         return _json(
             self.certs.replace_certificate_signing_request_approval(

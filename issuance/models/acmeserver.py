@@ -33,9 +33,3 @@ class AcmeServer(models.Model):
 
     def __str__(self) -> str:
         return self.directory_url
-
-    def is_paused(self) -> bool:
-        return bool(self.paused_until and self.paused_until > timezone.now())
-
-    def is_unreachable(self) -> bool:
-        return self.unreachable_since is not None

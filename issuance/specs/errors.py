@@ -20,9 +20,6 @@ class SpecError(ValueError):
             out.setdefault(path, []).append(message)
         return out
 
-    def prefixed(self, prefix: str) -> SpecError:
-        return SpecError((f"{prefix}: {path}", message) for path, message in self.errors)
-
 
 class Errors:
     """Collects problems while a validator walks a spec, so the user sees all of them at once."""

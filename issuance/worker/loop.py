@@ -47,6 +47,7 @@ from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.controllers.registry import Controller, Step
 from issuance.models import Event
 from issuance.worker import claim as worker_claim
+from issuance.worker import trace
 from issuance.worker.heartbeat import Heartbeat
 from issuance.worker.listen import Listener, SqliteWatcher
 from issuance.worker.load import Loaders
@@ -105,7 +106,6 @@ class Worker:
             if self.threads > 1
             else None
         )
-        self._trace = os.environ.get("ISSUANCE_RECONCILE_TRACE", "")
         self._turn = 0
         self._steps_at = 0.0
         self._step_ran: dict[str, float] = {}
@@ -154,24 +154,11 @@ class Worker:
         """One reconcile and the timeline entries it recorded (written by the caller, with
         the release when the pass ends there: one statement); on an error the row is
         released with its backoff (and the entries) and None returned."""
-        started = time.time_ns()
         with self._count_lock:
             self.processed += 1
         entries: list[Event] = []
         try:
-            try:
-                with events.collected() as batch:
-                    try:
-                        result = ctrl.reconcile(obj)
-                    finally:
-                        entries = batch or []
-            except BaseException as exc:
-                if not isinstance(exc, Exception) and entries:
-                    events.write(entries)  # a simulated crash: what a step stored stays
-                raise
-            finally:
-                if self._trace:  # test-only: the span ends before the lease is released
-                    self._write_trace(ctrl, claim, started)
+            result = self._pass(ctrl, claim, obj, entries)
         except (OperationalError, InterfaceError) as exc:
             if not self.outage.noted(exc):
                 return self._failed(ctrl, claim, obj, exc, entries)
@@ -195,6 +182,21 @@ class Worker:
         else:
             return result, entries
         return None, []
+
+    def _pass(self, ctrl: Controller, claim: Claim, obj: Model, entries: list[Event]) -> Result:
+        """The controller's pass, its timeline entries collected into `entries` (written by
+        the caller with the release, one statement)."""
+        with trace.span(ctrl.name, claim.pk):
+            try:
+                with events.collected() as batch:
+                    try:
+                        return ctrl.reconcile(obj)
+                    finally:
+                        entries += batch or []
+            except BaseException as exc:
+                if not isinstance(exc, Exception) and entries:
+                    events.write(entries)  # a simulated crash: what a step stored stays
+                raise
 
     def _failed(
         self, ctrl: Controller, claim: Claim, obj: Model, exc: Exception, entries: list[Event]
@@ -296,14 +298,6 @@ class Worker:
                 log.debug("closing an idle thread's connection failed", exc_info=True)
             finally:
                 conn.dec_thread_sharing()
-
-    def _write_trace(self, ctrl: Controller, claim: Claim, started: int) -> None:
-        line = f"{os.getpid()} {ctrl.name} {claim.pk} {started} {time.time_ns()}\n"
-        fd = os.open(self._trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
 
     # -- loops ---------------------------------------------------------------------------
 
