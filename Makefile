@@ -7,9 +7,10 @@ STAMP := $(VENV)/.installed
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 # Debian packages the real-server tests use (Pebble for ACME, BIND9 for DNS-01, Chromium for the
 # UI, a private PostgreSQL server and redis-server for the outage tests).
-SYSTEM_PACKAGES := pebble bind9 bind9-utils chromium postgresql redis-server
+SYSTEM_PACKAGES := pebble bind9 bind9-utils chromium postgresql redis-server pdns-server \
+  pdns-backend-sqlite3
 SYSTEM_BINARIES := /usr/bin/pebble /usr/sbin/named /usr/bin/nsupdate /usr/bin/chromium \
-  /usr/bin/redis-server
+  /usr/bin/redis-server /usr/sbin/pdns_server /usr/lib/x86_64-linux-gnu/pdns/libgsqlite3backend.so
 
 .PHONY: run test lint typecheck pytest-sqlite pytest-postgres system-deps venv clean kube-apiserver
 
