@@ -39,7 +39,7 @@ class IssuerAcmeStatusSerializer(serializers.Serializer[Any]):
     def get_lastRegisteredEmail(self, obj: Issuer) -> str:
         if not obj.acme_account_uri:
             return ""
-        return str((obj.spec.get("acme") or {}).get("email") or "")
+        return str((obj.typed_spec.get("acme") or {}).get("email") or "")
 
 
 class IssuerCAStatusSerializer(serializers.Serializer[Any]):
@@ -56,7 +56,7 @@ class IssuerCAStatusSerializer(serializers.Serializer[Any]):
 def ca_status(issuer: Issuer) -> dict[str, Any] | None:
     if issuer.kind != "acme":
         return None
-    server = str(issuer.kind_spec.get("server") or "")
+    server = str(issuer.acme_spec.get("server") or "")
     outage = health.outage_of_server(server)
     return {
         "server": server,
