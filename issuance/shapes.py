@@ -18,6 +18,7 @@ the framework bypasses can use it without loading anything above them (tests/tes
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, NotRequired, Required, TypedDict
 
 # -- shared ---------------------------------------------------------------------------------
@@ -343,6 +344,29 @@ class ChallengeSpec(TypedDict):
     key: str  # HTTP-01: the key authorization; DNS-01: the TXT value
     solver: SolverSpec
     issuerRef: IssuerRef
+
+
+# -- statuses the API works out when asked ---------------------------------------------------
+
+
+class AcmeServerStatus(TypedDict):
+    """An ACME Issuer's `status.ca`: does its server answer (issuance/api/issuers.py)."""
+
+    server: str
+    reachable: bool
+    unreachableSince: datetime | None
+    lastError: str
+    failedRequests: int
+    nextProbeAt: datetime | None
+
+
+class CaUnreachable(TypedDict):
+    """A Certificate's `status.caUnreachable`: its issuer's ACME server does not answer."""
+
+    server: str
+    since: str  # ISO 8601, as the API writes times
+    error: str
+    reason: str
 
 
 # -- approval -------------------------------------------------------------------------------

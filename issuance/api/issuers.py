@@ -23,6 +23,7 @@ from issuance.api.permissions import OPERATOR
 from issuance.api.query import QueryFilter
 from issuance.controllers.acme import health
 from issuance.models import Issuer, IssuerKind
+from issuance.shapes import AcmeServerStatus
 from issuance.specs import apply_issuer_ex
 
 CREATE_EXAMPLE = OpenApiExample(
@@ -53,7 +54,7 @@ class IssuerCAStatusSerializer(serializers.Serializer[Any]):
     nextProbeAt = serializers.DateTimeField(allow_null=True)
 
 
-def ca_status(issuer: Issuer) -> dict[str, Any] | None:
+def ca_status(issuer: Issuer) -> AcmeServerStatus | None:
     if issuer.kind != "acme":
         return None
     server = str(issuer.acme_spec.get("server") or "")
