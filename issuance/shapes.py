@@ -13,7 +13,8 @@ Required or not: the validators build a spec key by key and leave out what was n
 with the default the code applies. A field is `Required` where every writer sets it.
 
 This module imports nothing from the project, so the models, the ACME protocol package and
-the framework bypasses can use it without loading anything above them (tests/test_layers.py).
+the framework bypasses can use it without loading anything above them (docs/architecture.md,
+"Layers"); it is not in issuance/specs/, whose package loads the models and the validators.
 """
 
 from __future__ import annotations
