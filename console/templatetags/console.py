@@ -13,6 +13,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from issuance.durations import format_relative
+from issuance.shapes import Condition
 
 register = template.Library()
 
@@ -77,7 +78,7 @@ def utc(when: datetime | None) -> str:
 
 
 @register.filter
-def condition(obj: Any, type_: str) -> dict[str, Any] | None:
+def condition(obj: Any, type_: str) -> Condition | None:
     getter = getattr(obj, "get_condition", None)
     return getter(type_) if getter else None
 

@@ -52,8 +52,7 @@ def challenge_step(challenge: Challenge) -> ChallengeStep:
         return ChallengeStep(challenge.state or "finished", challenge.reason)
     if not challenge.processing:
         return ChallengeStep("queued")
-    accepted = challenge.get_condition("Accepted") or {}
-    if accepted.get("status") == "True" or challenge.state == ChallengeState.PROCESSING:
+    if challenge.condition_is("Accepted") or challenge.state == ChallengeState.PROCESSING:
         # Self-check passed and the answer is sent (or being sent): the CA is validating.
         return ChallengeStep("accepted", challenge.reason)
     if not challenge.presented:

@@ -17,7 +17,7 @@ from issuance.models import Issuer
 def solver_summary(issuer: Issuer) -> list[str]:
     """One line per ACME solver: its type and what it is selected for (no secrets)."""
     lines = []
-    for solver in issuer.kind_spec.get("solvers") or []:
+    for solver in issuer.acme_spec.get("solvers") or []:
         if not isinstance(solver, dict):
             continue
         if "http01" in solver:
@@ -29,11 +29,8 @@ def solver_summary(issuer: Issuer) -> list[str]:
         else:
             kind = "unknown"
         selector = solver.get("selector") or {}
-        parts = [
-            f"{key} {', '.join(str(v) for v in selector.get(key) or [])}"
-            for key in ("dnsNames", "dnsZones")
-            if selector.get(key)
-        ]
+        selected = (("dnsNames", selector.get("dnsNames")), ("dnsZones", selector.get("dnsZones")))
+        parts = [f"{key} {', '.join(str(v) for v in values)}" for key, values in selected if values]
         lines.append(f"{kind}: {'; '.join(parts) if parts else 'default'}")
     return lines
 

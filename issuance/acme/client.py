@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -335,7 +335,7 @@ class AcmeClient:
         return parse_renewal_info(_json(response, url))
 
 
-def tls_options(acme_spec: dict[str, Any]) -> TLSOptions:
+def tls_options(acme_spec: Mapping[str, object]) -> TLSOptions:
     return TLSOptions(
         ca_bundle_b64=str(acme_spec.get("caBundle") or ""),
         skip_verify=bool(acme_spec.get("skipTLSVerify")),

@@ -11,7 +11,8 @@ so HTTP-01 solvers are never candidates for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from issuance.shapes import SolverSpec
 
 HTTP01 = "http-01"
 DNS01 = "dns-01"
@@ -20,11 +21,11 @@ DNS01 = "dns-01"
 @dataclass(frozen=True)
 class SolverChoice:
     index: int  # position in spec.acme.solvers
-    solver: dict[str, Any]
+    solver: SolverSpec
     challenge_type: str
 
 
-def challenge_type_of(solver: dict[str, Any]) -> str | None:
+def challenge_type_of(solver: SolverSpec) -> str | None:
     if "dns01" in solver:
         return DNS01
     if "http01" in solver:
@@ -37,9 +38,7 @@ def _zone_match(name: str, zone: str) -> bool:
     return name == zone or name.endswith("." + zone)
 
 
-def select_solver(
-    solvers: list[dict[str, Any]], dns_name: str, wildcard: bool
-) -> SolverChoice | None:
+def select_solver(solvers: list[SolverSpec], dns_name: str, wildcard: bool) -> SolverChoice | None:
     """The solver for `dns_name` (the identifier, without `*.`), or None if none fits."""
     base = dns_name.lower().rstrip(".")
     full = f"*.{base}" if wildcard else base
@@ -65,7 +64,7 @@ def select_solver(
             score = (1, max(matching), -index)
         if best is None or score > best:
             best = score
-            chosen = SolverChoice(index=index, solver=dict(solver), challenge_type=kind)
+            chosen = SolverChoice(index=index, solver=solver.copy(), challenge_type=kind)
     return chosen
 
 

@@ -31,6 +31,7 @@ from issuance.api.query import QueryFilter
 from issuance.controllers.acme import health
 from issuance.fastpaths.prebuilt_fields import PrebuiltFieldsMixin
 from issuance.models import Certificate, CertificateState, Secret
+from issuance.shapes import CaUnreachable
 from issuance.specs import apply_certificate_ex
 from issuance.specs.certificate import CertificateExists
 
@@ -80,7 +81,7 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
             allow_null=True,
         )
     )
-    def get_caUnreachable(self, obj: Certificate) -> dict[str, Any] | None:
+    def get_caUnreachable(self, obj: Certificate) -> CaUnreachable | None:
         """The issuer's ACME server does not answer: issuance waits for it (null otherwise)."""
         outage = health.outage_of_issuer(obj.issuer_id)
         if outage is None:

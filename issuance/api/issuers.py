@@ -23,6 +23,7 @@ from issuance.api.permissions import OPERATOR
 from issuance.api.query import QueryFilter
 from issuance.controllers.acme import health
 from issuance.models import Issuer, IssuerKind
+from issuance.shapes import AcmeServerStatus
 from issuance.specs import apply_issuer_ex
 
 CREATE_EXAMPLE = OpenApiExample(
@@ -39,7 +40,7 @@ class IssuerAcmeStatusSerializer(serializers.Serializer[Any]):
     def get_lastRegisteredEmail(self, obj: Issuer) -> str:
         if not obj.acme_account_uri:
             return ""
-        return str((obj.spec.get("acme") or {}).get("email") or "")
+        return str((obj.typed_spec.get("acme") or {}).get("email") or "")
 
 
 class IssuerCAStatusSerializer(serializers.Serializer[Any]):
@@ -53,10 +54,10 @@ class IssuerCAStatusSerializer(serializers.Serializer[Any]):
     nextProbeAt = serializers.DateTimeField(allow_null=True)
 
 
-def ca_status(issuer: Issuer) -> dict[str, Any] | None:
+def ca_status(issuer: Issuer) -> AcmeServerStatus | None:
     if issuer.kind != "acme":
         return None
-    server = str(issuer.kind_spec.get("server") or "")
+    server = str(issuer.acme_spec.get("server") or "")
     outage = health.outage_of_server(server)
     return {
         "server": server,

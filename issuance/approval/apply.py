@@ -17,7 +17,8 @@ def apply(request: CertificateRequest) -> Decision:
     """
     decision = evaluate(request)
     stored = decision.as_dict()
-    previous = request.policy_checks or {}
+    previous = request.typed_policy_checks
+    said_before = (previous.get("outcome"), previous.get("reason")) if previous else None
     CertificateRequest.objects.filter(pk=request.pk).update(policy_checks=stored)
     request.policy_checks = stored
     issuer = request.issuer.name
@@ -38,10 +39,7 @@ def apply(request: CertificateRequest) -> Decision:
             )
     except actions.ActionError:
         return decision
-    if decision.outcome == "pending" and (
-        previous.get("outcome"),
-        previous.get("reason"),
-    ) != ("pending", decision.reason):
+    if decision.outcome == "pending" and said_before != ("pending", decision.reason):
         events.record(
             "CertificateRequest",
             request.name,

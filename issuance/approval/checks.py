@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from issuance.approval.dns import ResolveError, resolve_addresses
 from issuance.approval.facts import RequestFacts
+from issuance.shapes import PolicyCheck
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class Check:
     passed: bool
     detail: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PolicyCheck:
         return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
 
@@ -166,7 +167,8 @@ APPROVE_CHECKS: dict[str, CheckFn] = {
 }
 
 
-def run_checks(rules: dict[str, Any], facts: RequestFacts) -> list[Check]:
+def run_checks(rules: Mapping[str, object], facts: RequestFacts) -> list[Check]:
+    """`rules`: approvalPolicy.rules (ApprovalRules), read by the keys of APPROVE_CHECKS."""
     out: list[Check] = []
     for key, fn in APPROVE_CHECKS.items():
         if key not in rules:
@@ -225,8 +227,10 @@ DENY_MATCHERS: dict[str, Callable[[Any, RequestFacts], str | None]] = {
 }
 
 
-def deny_rule_check(rule: dict[str, Any], facts: RequestFacts) -> Check:
-    """passed=True means the rule did NOT match (the request is not denied by it)."""
+def deny_rule_check(rule: Mapping[str, object], facts: RequestFacts) -> Check:
+    """passed=True means the rule did NOT match (the request is not denied by it).
+
+    `rule`: one of approvalPolicy.deny (DenyRule), read by the keys of DENY_MATCHERS."""
     label = f"deny:{rule.get('name') or 'unnamed'}"
     matched: list[str] = []
     for key, fn in DENY_MATCHERS.items():

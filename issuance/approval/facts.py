@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from issuance.durations import DurationError, parse_duration
 from issuance.models import CertificateRequest
 from issuance.pki.csr import parse_csr
+from issuance.shapes import CertificateRequestSpec
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class RequestFacts:
     organizations: list[str] = field(default_factory=list)
 
 
-def requested_seconds(spec: dict[str, object]) -> int | None:
+def requested_seconds(spec: CertificateRequestSpec) -> int | None:
     if spec.get("expirationSeconds") is not None:
         try:
             return int(str(spec["expirationSeconds"]))
@@ -40,7 +41,7 @@ def requested_seconds(spec: dict[str, object]) -> int | None:
 
 def facts_of(request: CertificateRequest) -> RequestFacts:
     """Raises CSRError when the stored CSR does not parse (the caller denies such requests)."""
-    spec = request.spec or {}
+    spec = request.typed_spec or {}
     info = parse_csr(request.csr_pem)
     groups = spec.get("groups") or []
     return RequestFacts(

@@ -20,7 +20,7 @@ Requests owned by a Certificate (our own controller's) are approved unless autoA
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from django.utils import timezone
 
@@ -28,6 +28,7 @@ from issuance.approval.checks import Check, deny_rule_check, run_checks
 from issuance.approval.facts import facts_of
 from issuance.models import CertificateRequest, Issuer
 from issuance.pki.csr import CSRError
+from issuance.shapes import ApprovalPolicy, PolicyEvaluation
 
 Outcome = Literal["approve", "deny", "pending"]
 AUTO_APPROVE = ("owned", "all", "none")
@@ -41,7 +42,7 @@ class Decision:
     # The deny rule (or "InvalidCSR") that decided a denial.
     rule: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PolicyEvaluation:
         return {
             "outcome": self.outcome,
             "reason": self.reason,
@@ -55,12 +56,12 @@ class Decision:
         return [c for c in self.checks if not c.passed]
 
 
-def policy_of(issuer: Issuer) -> dict[str, Any]:
-    value = (issuer.spec or {}).get("approvalPolicy") or {}
-    return dict(value) if isinstance(value, dict) else {}
+def policy_of(issuer: Issuer) -> ApprovalPolicy:
+    value = (issuer.typed_spec or {}).get("approvalPolicy") or {}
+    return value.copy() if isinstance(value, dict) else {}
 
 
-def auto_approve_of(policy: dict[str, Any]) -> str:
+def auto_approve_of(policy: ApprovalPolicy) -> str:
     value = str(policy.get("autoApprove") or "owned")
     return value if value in AUTO_APPROVE else "owned"
 

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from issuance.approval.checks import APPROVE_CHECKS, DENY_MATCHERS
+from issuance.shapes import ApprovalRules, DenyRule
 from issuance.specs.errors import Errors
 from issuance.specs.fields import check_object, opt_bool, opt_int, opt_str, opt_str_list
 
@@ -39,11 +40,11 @@ def _cidrs(obj: dict[str, Any], key: str, path: str, errors: Errors) -> list[str
     return out
 
 
-def validate_rules(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+def validate_rules(value: Any, path: str, errors: Errors) -> ApprovalRules | None:
     obj = check_object(value, path, errors, tuple(APPROVE_CHECKS))
     if obj is None:
         return None
-    out: dict[str, Any] = {}
+    out: ApprovalRules = {}
     signers = opt_str_list(obj, "allowedSignerNames", path, errors, max_len=253)
     if signers is not None:
         out["allowedSignerNames"] = signers
@@ -51,10 +52,10 @@ def validate_rules(value: Any, path: str, errors: Errors) -> dict[str, Any] | No
         pattern = _regex(obj, key, path, errors)
         if pattern is not None:
             out[key] = pattern
-    for key in ("commonNameMustMatchRequester", "requireDnsResolvesToIps"):
-        flag = opt_bool(obj, key, path, errors)
+    for flag_key in ("commonNameMustMatchRequester", "requireDnsResolvesToIps"):
+        flag = opt_bool(obj, flag_key, path, errors)
         if flag is not None:
-            out[key] = flag
+            out[flag_key] = flag
     max_sans = opt_int(obj, "maxDnsSans", path, errors, minimum=0, maximum=1000)
     if max_sans is not None:
         out["maxDnsSans"] = max_sans
@@ -67,17 +68,16 @@ def validate_rules(value: Any, path: str, errors: Errors) -> dict[str, Any] | No
     return out
 
 
-def _deny_rule(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+def _deny_rule(value: Any, path: str, errors: Errors) -> DenyRule | None:
     obj = check_object(value, path, errors, ("name", "message", *DENY_MATCHERS))
     if obj is None:
         return None
-    out: dict[str, Any] = {}
     name = opt_str(obj, "name", path, errors, max_len=100)
     if name is None:
         if "name" not in obj:
             errors.add(f"{path}.name", "is required (it is the reason a denied request shows)")
         return None
-    out["name"] = name
+    out: DenyRule = {"name": name}
     message = opt_str(obj, "message", path, errors, max_len=1000)
     if message:
         out["message"] = message
@@ -85,10 +85,10 @@ def _deny_rule(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
         items = opt_str_list(obj, key, path, errors, max_len=253)
         if items is not None:
             out[key] = items
-    for key in ("requesterPattern", "commonNamePattern", "dnsSanRegex"):
-        pattern = _regex(obj, key, path, errors)
+    for pattern_key in ("requesterPattern", "commonNamePattern", "dnsSanRegex"):
+        pattern = _regex(obj, pattern_key, path, errors)
         if pattern is not None:
-            out[key] = pattern
+            out[pattern_key] = pattern
     cidrs = _cidrs(obj, "ipSanCidrs", path, errors)
     if cidrs is not None:
         out["ipSanCidrs"] = cidrs
@@ -104,14 +104,14 @@ def _deny_rule(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
     return out
 
 
-def validate_deny(value: Any, path: str, errors: Errors) -> list[dict[str, Any]] | None:
+def validate_deny(value: Any, path: str, errors: Errors) -> list[DenyRule] | None:
     if not isinstance(value, list):
         errors.add(path, "must be a list of deny rules")
         return None
     if len(value) > MAX_DENY_RULES:
         errors.add(path, f"at most {MAX_DENY_RULES} deny rules")
         return None
-    out: list[dict[str, Any]] = []
+    out: list[DenyRule] = []
     names: set[str] = set()
     for i, item in enumerate(value):
         rule = _deny_rule(item, f"{path}[{i}]", errors)

@@ -14,6 +14,7 @@ from django.db import transaction
 from issuance import events
 from issuance.kube.config import issuer_for_signer
 from issuance.models import BootstrapToken, CertificateRequest, Issuer
+from issuance.shapes import CertificateRequestSpec
 from issuance.specs.certificate import check_name
 from issuance.specs.certificaterequest import generated_name, validate_request_spec
 from issuance.specs.errors import SpecError
@@ -61,7 +62,8 @@ def submit(token: BootstrapToken, body: Any) -> CertificateRequest:
             [("issuerRef.name", f"this bootstrap token may not submit to issuer {issuer_name!r}")]
         )
     name = check_name(body["name"]) if body.get("name") is not None else generated_name()
-    spec.update(username=token.username, groups=token.all_groups)
+    spec["username"] = token.username
+    spec["groups"] = token.all_groups
     if signer:
         spec["signerName"] = signer
     if body.get("expirationSeconds") is not None:
@@ -71,7 +73,7 @@ def submit(token: BootstrapToken, body: Any) -> CertificateRequest:
 
 @transaction.atomic
 def create_external(
-    name: str, spec: dict[str, Any], *, requester: str, source: str
+    name: str, spec: CertificateRequestSpec, *, requester: str, source: str
 ) -> CertificateRequest:
     if source == "bootstrap":
         pending = CertificateRequest.objects.filter(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from django.utils import timezone
 
@@ -12,6 +11,7 @@ from issuance.durations import format_relative
 from issuance.models import Certificate, CertificateRequest, Challenge, Event, Order, Secret
 from issuance.pki.csr import CSRError, parse_csr
 from issuance.pki.x509 import cert_info, split_pem_chain
+from issuance.shapes import Condition
 
 
 def _when(value: datetime | None) -> str:
@@ -21,7 +21,7 @@ def _when(value: datetime | None) -> str:
     return f"{value.isoformat(timespec='seconds')} ({relative})"
 
 
-def _conditions(conditions: Iterable[dict[str, Any]], indent: str = "  ") -> list[str]:
+def _conditions(conditions: Iterable[Condition], indent: str = "  ") -> list[str]:
     lines = []
     for cond in conditions:
         text = f"{indent}{cond.get('type')}={cond.get('status')}"
@@ -42,7 +42,7 @@ def certificate_status(cert: Certificate, events: int = 10) -> str:
         f"DNS names:   {', '.join(cert.dns_names) or '-'}",
         f"State:       {cert.state}",
         "Conditions:",
-        *_conditions(cert.conditions),
+        *_conditions(cert.typed_conditions),
         f"Not before:  {_when(cert.not_before)}",
         f"Not after:   {_when(cert.not_after)}",
         f"Renewal:     {_when(cert.renewal_time)}",
@@ -82,7 +82,7 @@ def request_status(cr: CertificateRequest, indent: str = "") -> str:
         f"  Approval:  {cr.approval}" + (f" by {cr.decided_by}" if cr.decided_by else ""),
         f"  State:     {cr.state}",
         "  Conditions:",
-        *_conditions(cr.conditions, "    "),
+        *_conditions(cr.typed_conditions, "    "),
     ]
     order = Order.objects.filter(request=cr).first()
     if order is not None:

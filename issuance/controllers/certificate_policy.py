@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import cast
 
 from django.db.models import Q, QuerySet, Subquery
 
@@ -20,6 +20,7 @@ from issuance.pki.csr import CSRError, CSRInfo, parse_csr
 from issuance.pki.keys import KeyError_, PassKeys, StoredKey, key_matches_spec
 from issuance.pki.x509 import CertInfo, cert_info
 from issuance.renewal import renewal_time
+from issuance.shapes import CertificateRequestSpec, IssuerRef
 
 DEFAULT_DURATION = "2160h"
 CONTROLLER_USERNAME = "system:certificate-controller"
@@ -117,10 +118,11 @@ def load_view(cert: Certificate, now: datetime) -> CertView:
     return CertView(cert, now, secret, info, key, current, target, latest, keys=keys)
 
 
-def desired_request_spec(cert: Certificate) -> dict[str, Any]:
+def desired_request_spec(cert: Certificate) -> CertificateRequestSpec:
     """The request fields the spec asks for (without the CSR itself)."""
-    spec = cert.spec
-    issuer_ref = dict(spec.get("issuerRef") or {}) or {"name": cert.issuer.name, "kind": "Issuer"}
+    spec = cert.typed_spec
+    ref = spec.get("issuerRef")
+    issuer_ref: IssuerRef = ref.copy() if ref else {"name": cert.issuer.name, "kind": "Issuer"}
     return {
         "issuerRef": issuer_ref,
         "duration": str(spec.get("duration") or DEFAULT_DURATION),
@@ -140,12 +142,12 @@ def _ips(values: list[str]) -> set[str]:
 
 
 def _organizations(cert: Certificate) -> list[str]:
-    return list((cert.spec.get("subject") or {}).get("organizations") or [])
+    return list((cert.typed_spec.get("subject") or {}).get("organizations") or [])
 
 
 def csr_mismatch(cert: Certificate, csr: CSRInfo) -> str:
     """How a CSR differs from the spec's names and key type ("" when it matches)."""
-    spec = cert.spec
+    spec = cert.typed_spec
     if sorted(set(csr.dns_names)) != sorted(set(cert.dns_names)):
         return f"dnsNames differ: requested {sorted(csr.dns_names)}, spec {sorted(cert.dns_names)}"
     if _ips(csr.ip_addresses) != _ips(cert.ip_addresses):
@@ -174,11 +176,12 @@ def request_mismatch(cert: Certificate, request: CertificateRequest) -> str:
     if request.issuer_id != cert.issuer_id:
         return f"issuer changed from {request.issuer.name} to {cert.issuer.name}"
     want = desired_request_spec(cert)
-    if _duration(request.spec.get("duration")) != _duration(want["duration"]):
+    have = request.typed_spec
+    if _duration(have.get("duration")) != _duration(want["duration"]):
         return "spec.duration changed"
-    if sorted(set(request.spec.get("usages") or [])) != sorted(set(want["usages"])):
+    if sorted(set(have.get("usages") or [])) != sorted(set(want["usages"])):
         return "spec.usages changed"
-    if bool(request.spec.get("isCA")) != want["isCA"]:
+    if bool(have.get("isCA")) != want["isCA"]:
         return "spec.isCA changed"
     try:
         csr = parse_csr(request.csr_pem)
@@ -243,7 +246,7 @@ def _secret_violation(view: CertView) -> Violation | None:
 
 
 def renew_before_percentage(cert: Certificate) -> int | None:
-    value = cert.spec.get("renewBeforePercentage")
+    value = cert.typed_spec.get("renewBeforePercentage")
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
@@ -254,7 +257,7 @@ def compute_renewal_time(cert: Certificate, info: CertInfo) -> datetime:
     ari = cert.ari_renewal_time
     if ari is not None and not (info.not_before <= ari < info.not_after):
         ari = None  # a suggestion for an older revision
-    renew_before = cert.spec.get("renewBefore")
+    renew_before = cert.typed_spec.get("renewBefore")
     try:
         if renew_before:
             parse_duration(str(renew_before))

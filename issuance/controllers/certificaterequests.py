@@ -31,7 +31,7 @@ AUTO_APPROVE_VALUES = ("owned", "all", "none")
 
 def auto_approve_policy(issuer: Issuer) -> str:
     """`spec.approvalPolicy.autoApprove`: owned (default), all or none."""
-    policy = issuer.spec.get("approvalPolicy") or {}
+    policy = issuer.typed_spec.get("approvalPolicy") or {}
     value = str(policy.get("autoApprove") or "owned") if isinstance(policy, dict) else "owned"
     return value if value in AUTO_APPROVE_VALUES else "owned"
 
@@ -89,9 +89,9 @@ def _approve_by_policy(request: CertificateRequest) -> Result | None:
 
 
 def _denied_reason(request: CertificateRequest) -> tuple[str, str]:
-    cond = request.get_condition("Denied") or {}
+    cond = request.get_condition("Denied")
     who = request.decided_by or "someone"
-    detail = cond.get("message") or cond.get("reason") or "denied"
+    detail = (cond and (cond.get("message") or cond.get("reason"))) or "denied"
     return "Denied", f"Denied by {who}: {detail}"
 
 

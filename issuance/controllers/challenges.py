@@ -30,6 +30,7 @@ from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.fastpaths.model_save import save_where
 from issuance.models import Challenge, ChallengeState, Event, OrderState, certificate_name_of
+from issuance.shapes import Condition
 from issuance.solvers.base import Solver, SolverConfigError
 from issuance.solvers.registry import solver_for
 from issuance.worker.wakeup import Wake
@@ -97,7 +98,7 @@ def _problem_text(error: Any) -> str:
 
 
 def _our_challenge(challenge: Challenge, authz: dict[str, Any]) -> dict[str, Any]:
-    url = challenge.spec.get("url")
+    url = challenge.typed_spec.get("url")
     for chal in authz.get("challenges") or []:
         if isinstance(chal, dict) and (
             chal.get("url") == url
@@ -154,7 +155,7 @@ def _cleanup_is_local(challenge: Challenge) -> bool:
 
 
 def _sync(challenge: Challenge) -> Result:
-    chal = _client(challenge).get_challenge(str(challenge.spec.get("url") or ""))
+    chal = _client(challenge).get_challenge(str(challenge.typed_spec.get("url") or ""))
     status = str(chal.get("status") or "")
     if status == "valid":
         return finish(challenge, ChallengeState.VALID, "")
@@ -218,7 +219,7 @@ def _accept(challenge: Challenge) -> Result:
     challenge.state = ChallengeState.PROCESSING
     challenge.next_check_at = None
     try:
-        _client(challenge).answer_challenge(str(challenge.spec.get("url") or ""))
+        _client(challenge).answer_challenge(str(challenge.typed_spec.get("url") or ""))
     except AcmeProblemError as exc:
         # Perhaps answered already (crash after the call); the poll decides.
         challenge.set_condition(ACCEPTED, "False", "AnswerRefused", exc.describe())
@@ -244,8 +245,8 @@ def _poll(challenge: Challenge) -> Result:
         return finish(challenge, FINAL_AUTHZ[status], reason)
     if ours.get("status") == "invalid":
         return finish(challenge, ChallengeState.INVALID, _problem_text(ours.get("error")))
-    accepted = challenge.get_condition(ACCEPTED) or {}
-    if ours.get("status") == "pending" and accepted.get("status") == "False":
+    accepted = challenge.get_condition(ACCEPTED)
+    if ours.get("status") == "pending" and accepted and accepted.get("status") == "False":
         return finish(
             challenge,
             ChallengeState.ERRORED,
@@ -266,11 +267,11 @@ def _stale_pending(challenge: Challenge) -> bool:
     return started - challenge.created_at > SYNC_IF_QUEUED_FOR
 
 
-def poll_delay(challenge: Challenge, accepted: dict[str, Any]) -> timedelta:
+def poll_delay(challenge: Challenge, accepted: Condition | None) -> timedelta:
     """Poll briskly right after accepting (validation usually takes well under a second),
     backing off geometrically to POLL_INTERVAL, then gently after SLOW_POLL_AFTER."""
     since = challenge.scheduled_at or challenge.created_at
-    accepted_at = accepted.get("lastTransitionTime")
+    accepted_at = accepted.get("lastTransitionTime") if accepted else None
     if accepted_at:
         since = datetime.fromisoformat(str(accepted_at))
     elapsed = timezone.now() - since
@@ -328,8 +329,7 @@ def _step(challenge: Challenge) -> Result:
             return _present(challenge, solver)
         return _self_check(challenge, solver)
     if challenge.state == ChallengeState.PROCESSING:
-        accepted = challenge.get_condition(ACCEPTED) or {}
-        if accepted.get("status") == "Unknown":
+        if challenge.condition_is(ACCEPTED, "Unknown"):
             return _accept(challenge)
         return _poll(challenge)
     # A final state on an unfinished row (written by hand or an old version): finish it.

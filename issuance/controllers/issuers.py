@@ -10,6 +10,7 @@ from issuance import events
 from issuance.controllers.base import Result
 from issuance.durations import DurationError, parse_duration
 from issuance.issuers import ca
+from issuance.issuers.local import max_duration_of
 from issuance.models import Event, Issuer, IssuerKind
 
 # A CA Secret may be fixed at any time; look again this often while it is broken.
@@ -37,7 +38,7 @@ def reconcile(issuer: Issuer) -> Result:
 
 
 def _reconcile_ca(issuer: Issuer) -> Result:
-    if issuer.kind_spec.get("generate"):
+    if issuer.ca_spec.get("generate"):
         created = ca.generate_keypair(issuer)
         if created is not None:
             events.record(
@@ -57,7 +58,7 @@ def _reconcile_ca(issuer: Issuer) -> Result:
 
 
 def _check_max_duration(issuer: Issuer) -> str:
-    value = issuer.kind_spec.get("maxDuration")
+    value = max_duration_of(issuer)
     if not value:
         return ""
     try:

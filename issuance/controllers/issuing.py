@@ -43,6 +43,7 @@ from issuance.models import (
 from issuance.pki.csr import CSRError, build_csr, parse_csr
 from issuance.pki.keys import KeyError_, StoredKey, generate_private_key, private_key_to_pem
 from issuance.pki.x509 import cert_info
+from issuance.shapes import CertificateRequestSpec
 
 STATUS_FIELDS = [
     "conditions",
@@ -170,8 +171,8 @@ def ensure_request(view: CertView) -> CertificateRequest | None:
     # The newest request has the highest revision of all (the view loaded it): no MAX query.
     latest = view.latest.revision if view.latest is not None else None
     revision = max(latest or 0, cert.revision or 0) + 1
-    csr = build_csr(key.key, cert.spec)
-    spec = {
+    csr = build_csr(key.key, cert.typed_spec)
+    spec: CertificateRequestSpec = {
         "request": csr,
         **desired_request_spec(cert),
         "requester": {"username": CONTROLLER_USERNAME, "source": "certificate"},
@@ -221,7 +222,9 @@ def finished_at(request: CertificateRequest) -> datetime | None:
         return None
     if request.failure_time is not None:
         return request.failure_time
-    cond = request.get_condition("Ready") or {}
+    cond = request.get_condition("Ready")
+    if cond is None:
+        return request.updated_at
     try:
         return datetime.fromisoformat(str(cond["lastTransitionTime"]))
     except (KeyError, ValueError):
@@ -255,9 +258,10 @@ def record_outcome(view: CertView) -> CertView | None:
         return None
     if target.state == RequestState.ISSUED:
         return _store_issued(view, target, key)
-    cond = target.get_condition("Ready") or {}
+    cond = target.get_condition("Ready")
     reason = "Denied" if target.state == RequestState.DENIED else "Failed"
-    return record_failure(view, reason, str(cond.get("message") or target.state), target)
+    message = (cond and cond.get("message")) or target.state
+    return record_failure(view, reason, str(message), target)
 
 
 def record_failure(

@@ -21,31 +21,21 @@ while flapping still ends in the failure backoff.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TypedDict
 
 from django.utils import timezone
 
 from issuance import events
 from issuance.models import AcmeServer, Event, Order, OrderState, certificate_name_of
+from issuance.shapes import Restart
 
 # Fresh ACME orders per Order for failures that came with an outage of the CA.
 MAX_RESTARTS = 3
 RESTARTABLE_STATES = frozenset({OrderState.INVALID, OrderState.EXPIRED})
 
 
-class Restart(TypedDict):
-    """One ACME order an Order gave up on because the CA had an outage meanwhile."""
-
-    url: str
-    state: str
-    reason: str
-    failedAt: str
-    outage: str
-
-
 def attempt_started(order: Order) -> datetime:
     """When the current ACME order was started: the last restart, or the row's creation."""
-    restarts = order.restarts or []
+    restarts = order.typed_restarts
     if restarts:
         return datetime.fromisoformat(restarts[-1]["failedAt"])
     return order.created_at
@@ -53,7 +43,7 @@ def attempt_started(order: Order) -> datetime:
 
 def outage_during_attempt(order: Order) -> str:
     """The CA's outage that overlapped the current attempt, described; or ""."""
-    directory_url = str(order.issuer.kind_spec.get("server") or "")
+    directory_url = str(order.issuer.acme_spec.get("server") or "")
     if not directory_url:
         return ""
     row = (
@@ -74,7 +64,7 @@ def outage_during_attempt(order: Order) -> str:
 def restart_after_outage(order: Order, state: str, reason: str) -> bool:
     """Start a fresh ACME order in place of failing, when the rule above allows it (the
     caller reconciles the order again at once)."""
-    if state not in RESTARTABLE_STATES or len(order.restarts or []) >= MAX_RESTARTS:
+    if state not in RESTARTABLE_STATES or len(order.typed_restarts) >= MAX_RESTARTS:
         return False
     outage = outage_during_attempt(order)
     if not outage:
@@ -82,7 +72,7 @@ def restart_after_outage(order: Order, state: str, reason: str) -> bool:
     now = timezone.now()
     failed = order.url
     order.restarts = [
-        *(order.restarts or []),
+        *order.typed_restarts,
         Restart(url=failed, state=state, reason=reason, failedAt=now.isoformat(), outage=outage),
     ]
     # One UPDATE: a crash leaves either the failing order or the clean restart.

@@ -62,6 +62,7 @@ from issuance.models import (
 )
 from issuance.pki.csr import parse_csr
 from issuance.pki.x509 import cert_info, split_pem_chain
+from issuance.shapes import ChallengeSpec, OrderAuthorization, SolverSpec
 from issuance.worker import wakeup
 
 log = logging.getLogger("issuance.orders")
@@ -110,7 +111,7 @@ def reconcile(order: Order) -> Result:
 
 
 def _identifiers(order: Order) -> list[tuple[str, str]]:
-    spec = order.spec
+    spec = order.typed_spec
     return [("dns", str(n)) for n in spec.get("dnsNames") or []] + [
         ("ip", str(ip)) for ip in spec.get("ipAddresses") or []
     ]
@@ -120,7 +121,7 @@ def _create(order: Order, client: AcmeClient) -> Result:
     identifiers = _identifiers(order)
     if not identifiers:
         return _fail(order, OrderState.ERRORED, "the request names no DNS name or IP address")
-    solvers = list(order.issuer.kind_spec.get("solvers") or [])
+    solvers = list(order.issuer.acme_spec.get("solvers") or [])
     for kind, value in identifiers:
         wildcard = value.startswith("*.")
         name = value.removeprefix("*.")
@@ -142,7 +143,7 @@ def _create(order: Order, client: AcmeClient) -> Result:
     health.check_reachable(client.directory_url)
     order.create_attempted_at = timezone.now()
     order.save(update_fields=["create_attempted_at", "updated_at"])
-    acme_order = client.new_order(identifiers, order.spec.get("profile") or None)
+    acme_order = client.new_order(identifiers, order.typed_spec.get("profile") or None)
     faults.checkpoint("order-after-new-order")
     _store_acme_order(order, acme_order)
     _event(order, "OrderCreated", f"Created ACME order {order.url} ({order.state})")
@@ -177,7 +178,10 @@ def _store_acme_order(order: Order, acme: dict[str, Any]) -> None:
     order.finalize_url = str(acme.get("finalize") or "")
     order.certificate_url = str(acme.get("certificate") or "")
     order.state = _state(acme)
-    order.authorizations = [{"url": str(u)} for u in acme.get("authorizations") or []]
+    authorizations: list[OrderAuthorization] = [
+        {"url": str(u)} for u in acme.get("authorizations") or []
+    ]
+    order.authorizations = authorizations
     order.save(
         update_fields=[
             "url",
@@ -196,7 +200,7 @@ def _state(acme: dict[str, Any]) -> str:
 
 
 def _authorizations_loaded(order: Order) -> bool:
-    return all("identifier" in a for a in order.authorizations or [])
+    return all("identifier" in a for a in order.typed_authorizations)
 
 
 def _load_authorizations(order: Order, client: AcmeClient, *, fresh: bool = False) -> Result:
@@ -204,8 +208,8 @@ def _load_authorizations(order: Order, client: AcmeClient, *, fresh: bool = Fals
 
     `fresh`: the ACME order was created in this pass, so no Challenge exists yet.
     """
-    loaded = []
-    for entry in order.authorizations:
+    loaded: list[OrderAuthorization] = []
+    for entry in order.typed_authorizations:
         authz = client.get_authorization(entry["url"])
         identifier = authz.get("identifier") or {}
         loaded.append(
@@ -258,10 +262,10 @@ def _ensure_challenges(order: Order, client: AcmeClient, existing: set[str] | No
 
     `existing`: the authorization URLs that have a Challenge, when the caller read them.
     """
-    solvers = list(order.issuer.kind_spec.get("solvers") or [])
+    solvers = list(order.issuer.acme_spec.get("solvers") or [])
     if existing is None:
         existing = set(order.challenges.values_list("authorization_url", flat=True))
-    for authz in order.authorizations:
+    for authz in order.typed_authorizations:
         if authz["status"] != "pending" or authz["url"] in existing:
             continue
         planned = _plan_challenge(order, client, solvers, authz)
@@ -277,12 +281,12 @@ class _NewChallenge(NamedTuple):
     wildcard: bool
     type: str
     token: str
-    spec: dict[str, Any]
+    spec: ChallengeSpec
     state: str
 
 
 def _plan_challenge(
-    order: Order, client: AcmeClient, solvers: list[dict[str, Any]], authz: dict[str, Any]
+    order: Order, client: AcmeClient, solvers: list[SolverSpec], authz: OrderAuthorization
 ) -> _NewChallenge | str:
     """The Challenge that answers one pending authorization: the solver chosen for its
     name, the CA's challenge of that solver's type, and the key it needs; or the problem
@@ -303,7 +307,7 @@ def _plan_challenge(
         if choice.challenge_type == HTTP01
         else client.dns01_txt_value(token)
     )
-    spec = {
+    spec: ChallengeSpec = {
         "authorizationURL": authz["url"],
         "url": str(acme_chal.get("url") or ""),
         "dnsName": name,
@@ -312,7 +316,7 @@ def _plan_challenge(
         "token": token,
         "key": key,
         "solver": choice.solver,
-        "issuerRef": order.spec.get("issuerRef") or {"name": order.issuer.name},
+        "issuerRef": order.typed_spec.get("issuerRef") or {"name": order.issuer.name},
     }
     return _NewChallenge(
         name=_challenge_name(order, authz["url"]),
@@ -386,7 +390,7 @@ def _check_challenges(order: Order, client: AcmeClient) -> Result:
     problem = _ensure_challenges(order, client, {c.authorization_url for c in everything})
     if problem:
         return _fail(order, OrderState.ERRORED, problem)
-    pending = {a["url"] for a in order.authorizations if a["status"] == "pending"}
+    pending = {a["url"] for a in order.typed_authorizations if a["status"] == "pending"}
     rows = [c for c in everything if c.authorization_url in pending]
     failed = [c for c in rows if c.state in FAILED_CHALLENGE_STATES]
     if failed:
@@ -475,7 +479,7 @@ def _download(order: Order, client: AcmeClient, also: tuple[str, ...] = ()) -> R
         _sync(order, client.get_order(order.url))
         if not order.certificate_url:
             return _fail(order, OrderState.ERRORED, "the CA says valid but names no certificate")
-    preferred = order.issuer.kind_spec.get("preferredChain") or None
+    preferred = order.issuer.acme_spec.get("preferredChain") or None
     pem = client.download_certificate(order.certificate_url, preferred)
     if not split_pem_chain(pem):
         return _fail(order, OrderState.ERRORED, "the CA returned no PEM certificate chain")

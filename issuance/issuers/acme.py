@@ -12,7 +12,6 @@ import hashlib
 import json
 import logging
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -42,6 +41,7 @@ from issuance.models import (
 )
 from issuance.pki.csr import CSRError, parse_csr
 from issuance.pki.x509 import split_pem_chain
+from issuance.shapes import IssuerRef, OrderSpec
 from issuance.worker import wakeup
 
 log = logging.getLogger("issuance.issuers.acme")
@@ -125,7 +125,8 @@ def _wait_for_ca(issuer: Issuer, server: str) -> Result:
 
 
 def _ready_reason(issuer: Issuer) -> str:
-    return str((issuer.get_condition("Ready") or {}).get("reason") or "")
+    cond = issuer.get_condition("Ready")
+    return str(cond.get("reason") or "") if cond else ""
 
 
 def _show_unreachable(issuer: Issuer, error: str, since: datetime) -> None:
@@ -166,17 +167,19 @@ def _set_ready(
 # -- requests: one Order each --------------------------------------------------------------
 
 
-def order_name(request: CertificateRequest, spec: dict[str, Any]) -> str:
+def order_name(request: CertificateRequest, spec: OrderSpec) -> str:
     """`<request>-<hash of the order spec>`, like cert-manager (≤ 253 characters)."""
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
     return f"{request.name[: 253 - 11]}-{digest}"
 
 
-def order_spec(request: CertificateRequest) -> dict[str, Any]:
+def order_spec(request: CertificateRequest) -> OrderSpec:
     info = parse_csr(request.csr_pem)
     issuer = request.issuer
-    spec_ref = request.spec.get("issuerRef") or {}
-    issuer_ref = {"name": issuer.name, "kind": str(spec_ref.get("kind") or "Issuer")}
+    request_spec = request.typed_spec
+    spec_ref = request_spec.get("issuerRef")
+    kind = spec_ref.get("kind") if spec_ref else None
+    issuer_ref: IssuerRef = {"name": issuer.name, "kind": str(kind or "Issuer")}
     dns_names = list(dict.fromkeys(info.dns_names))
     # As cert-manager: a commonName that is not among the SANs is still an identifier.
     if (
@@ -185,16 +188,16 @@ def order_spec(request: CertificateRequest) -> dict[str, Any]:
         and info.common_name not in info.ip_addresses
     ):
         dns_names.append(info.common_name)
-    spec: dict[str, Any] = {
+    spec: OrderSpec = {
         "request": request.name,
         "issuerRef": issuer_ref,
         "dnsNames": dns_names,
         "commonName": info.common_name,
         "ipAddresses": list(info.ip_addresses),
     }
-    if request.spec.get("duration"):
-        spec["duration"] = request.spec["duration"]
-    profile = issuer.kind_spec.get("profile")
+    if request_spec.get("duration"):
+        spec["duration"] = request_spec["duration"]
+    profile = issuer.acme_spec.get("profile")
     if profile:
         spec["profile"] = str(profile)
     return spec

@@ -39,7 +39,7 @@ class CAKeyPair:
 
 
 def secret_name(issuer: Issuer) -> str:
-    return str(issuer.kind_spec.get("secretName") or "")
+    return str(issuer.ca_spec.get("secretName") or "")
 
 
 def load_keypair(issuer: Issuer) -> CAKeyPair:
@@ -92,7 +92,7 @@ def generate_keypair(issuer: Issuer) -> Secret | None:
     if not name or Secret.objects.filter(name=name).exists():
         return None
     key = generate_private_key({"algorithm": "ECDSA", "size": 256})
-    common_name = str(issuer.kind_spec.get("commonName") or issuer.name)
+    common_name = str(issuer.ca_spec.get("commonName") or issuer.name)
     csr = build_csr(key, {"commonName": common_name})
     pem = sign_csr(csr, key, None, duration=GENERATED_CA_DURATION, now=timezone.now(), is_ca=True)
     secret = Secret(name=name, tls_crt=pem, ca_crt=pem)
@@ -119,8 +119,8 @@ def sign(request: CertificateRequest) -> SignOutcome:
             pair.chain[0],
             duration=duration,
             now=timezone.now(),
-            usages=list(request.spec.get("usages") or []) or _default_usages(),
-            is_ca=bool(request.spec.get("isCA")),
+            usages=list(request.typed_spec.get("usages") or []) or _default_usages(),
+            is_ca=bool(request.typed_spec.get("isCA")),
         )
     except (SigningError, CSRError, ValueError) as exc:
         return SignOutcome(SignState.FAILED, reason="SigningError", message=str(exc))

@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.conf import settings
 
 from issuance.durations import DurationError, parse_duration
-from issuance.models import CertificateRequest, Issuer
+from issuance.models import CertificateRequest, Issuer, IssuerKind
 
 DEFAULT_DURATION = timedelta(hours=2160)
 # Shorter certificates are refused by many clients and make renewal storms; cert-manager
@@ -21,7 +21,7 @@ class SigningError(ValueError):
 
 def requested_duration(request: CertificateRequest) -> timedelta:
     """spec.duration (Go form), else spec.expirationSeconds (kubelet style), else 2160h."""
-    spec = request.spec
+    spec = request.typed_spec
     if spec.get("duration"):
         try:
             return parse_duration(str(spec["duration"]))
@@ -35,8 +35,15 @@ def requested_duration(request: CertificateRequest) -> timedelta:
     return DEFAULT_DURATION
 
 
+def max_duration_of(issuer: Issuer) -> str | None:
+    """`spec.ca.maxDuration` or `spec.selfSigned.maxDuration`, as written."""
+    if issuer.kind == IssuerKind.CA:
+        return issuer.ca_spec.get("maxDuration")
+    return issuer.self_signed_spec.get("maxDuration")
+
+
 def max_duration(issuer: Issuer) -> timedelta:
-    value = issuer.kind_spec.get("maxDuration")
+    value = max_duration_of(issuer)
     if value:
         try:
             return parse_duration(str(value))

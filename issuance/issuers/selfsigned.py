@@ -50,8 +50,8 @@ def sign(request: CertificateRequest) -> SignOutcome:
             None,
             duration=signing_duration(request, request.issuer),
             now=timezone.now(),
-            usages=list(request.spec.get("usages") or DEFAULT_USAGES),
-            is_ca=bool(request.spec.get("isCA")),
+            usages=list(request.typed_spec.get("usages") or DEFAULT_USAGES),
+            is_ca=bool(request.typed_spec.get("isCA")),
         )
     except (SigningError, CSRError, ValueError) as exc:
         return SignOutcome(SignState.FAILED, reason="SigningError", message=str(exc))

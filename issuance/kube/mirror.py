@@ -21,6 +21,7 @@ from issuance.durations import format_duration
 from issuance.kube.client import Obj
 from issuance.kube.config import issuer_for_signer
 from issuance.models import Approval, CertificateRequest, Event, Issuer, KubeCSR
+from issuance.shapes import CertificateRequestSpec
 from issuance.worker.wakeup import wake
 
 log = logging.getLogger("issuance.kube")
@@ -48,9 +49,9 @@ def _pem(spec: Obj) -> str:
         return ""  # stored as is: the approval policy denies an unreadable CSR
 
 
-def request_spec(obj: Obj, issuer: Issuer) -> dict[str, Any]:
+def request_spec(obj: Obj, issuer: Issuer) -> CertificateRequestSpec:
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    out: dict[str, Any] = {
+    out: CertificateRequestSpec = {
         "request": _pem(spec),
         "issuerRef": {"name": issuer.name, "kind": "Issuer"},
         "signerName": spec.get("signerName", ""),

@@ -26,7 +26,7 @@ MANAGED_BY = "issuance-console"
 
 
 def _target(cert: Certificate) -> tuple[str, str] | None:
-    export = cert.spec.get("secretExport")
+    export = cert.typed_spec.get("secretExport")
     if not isinstance(export, dict) or not export.get("namespace") or not export.get("name"):
         return None
     return str(export["namespace"]), str(export["name"])

@@ -80,7 +80,9 @@ def write_decision(api: KubeApi, row: KubeCSR) -> int:
     """Add the Approved/Denied condition a person (or the policy) decided. Returns conflicts."""
     request = row.request
     decision = str(request.approval)
-    cond = request.get_condition(decision) or {}
+    cond = request.get_condition(decision)
+    reason = (cond and cond.get("reason")) or decision
+    said = (cond and cond.get("message")) or decision
     now = timezone.now().replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
     def modify(obj: Obj) -> bool:
@@ -94,11 +96,10 @@ def write_decision(api: KubeApi, row: KubeCSR) -> int:
             {
                 "type": decision,
                 "status": "True",
-                "reason": str(cond.get("reason") or decision)[:128],
-                "message": (
-                    f"{cond.get('message') or decision} (by {request.decided_by or 'someone'} "
-                    f"in Issuance Console)"
-                )[:1000],
+                "reason": str(reason)[:128],
+                "message": (f"{said} (by {request.decided_by or 'someone'} in Issuance Console)")[
+                    :1000
+                ],
                 "lastUpdateTime": now,
                 "lastTransitionTime": now,
             },

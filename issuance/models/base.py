@@ -6,13 +6,14 @@ import copy
 import re
 from collections.abc import Collection
 from datetime import datetime
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar, Unpack, cast
 
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
 
 from issuance.fastpaths.model_save import insert_instead, update_fields_save
+from issuance.shapes import Condition, ConditionExtra
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
@@ -86,10 +87,15 @@ class Resource(models.Model):
         super().save(*args, **kwargs)
 
     # -- conditions ---------------------------------------------------------
-    def get_condition(self, type_: str) -> dict[str, Any] | None:
-        for cond in self.conditions or []:
+    @property
+    def typed_conditions(self) -> list[Condition]:
+        """The `conditions` column as what set_condition writes (the one cast)."""
+        return cast(list[Condition], self.conditions or [])
+
+    def get_condition(self, type_: str) -> Condition | None:
+        for cond in self.typed_conditions:
             if cond.get("type") == type_:
-                return dict(cond)
+                return cond.copy()
         return None
 
     def condition_is(self, type_: str, status: str = "True") -> bool:
@@ -103,20 +109,20 @@ class Resource(models.Model):
         reason: str = "",
         message: str = "",
         now: datetime | None = None,
-        **extra: Any,
+        **extra: Unpack[ConditionExtra],
     ) -> bool:
         """Set a condition; lastTransitionTime changes only when status changes. Returns changed."""
         now = now or timezone.now()
-        conds = [dict(c) for c in (self.conditions or [])]
-        for cond in conds:
+        conds = [c.copy() for c in self.typed_conditions]
+        for index, cond in enumerate(conds):
             if cond.get("type") == type_:
-                new = dict(cond)
+                new = cond.copy()
                 if cond.get("status") != status:
                     new["lastTransitionTime"] = now.isoformat()
-                new.update(status=status, reason=reason, message=message, **extra)
+                new = {**new, "status": status, "reason": reason, "message": message, **extra}
                 if new == cond:
                     return False
-                conds[conds.index(cond)] = new
+                conds[index] = new
                 self.conditions = conds
                 return True
         conds.append(
@@ -133,7 +139,7 @@ class Resource(models.Model):
         return True
 
     def remove_condition(self, type_: str) -> bool:
-        conds = [c for c in (self.conditions or []) if c.get("type") != type_]
+        conds = [c for c in self.typed_conditions if c.get("type") != type_]
         changed = len(conds) != len(self.conditions or [])
         self.conditions = conds
         return changed

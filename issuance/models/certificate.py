@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import cast
 
 from django.db import models
 
 from issuance.models.base import Reconciled, Resource
 from issuance.pki.encryption import decrypt_text, encrypt_text
+from issuance.shapes import CertificateSpec, PrivateKeySpec
 
 
 class CertificateState(models.TextChoices):
@@ -68,20 +69,25 @@ class Certificate(Resource, Reconciled):
 
     # -- spec accessors -------------------------------------------------------
     @property
+    def typed_spec(self) -> CertificateSpec:
+        """The `spec` column as validate_certificate_spec stores it (the one cast)."""
+        return cast(CertificateSpec, self.spec)
+
+    @property
     def dns_names(self) -> list[str]:
-        return list(self.spec.get("dnsNames") or [])
+        return list(self.typed_spec.get("dnsNames") or [])
 
     @property
     def ip_addresses(self) -> list[str]:
-        return list(self.spec.get("ipAddresses") or [])
+        return list(self.typed_spec.get("ipAddresses") or [])
 
     @property
     def common_name(self) -> str:
-        return str(self.spec.get("commonName") or "")
+        return str(self.typed_spec.get("commonName") or "")
 
     @property
-    def private_key_spec(self) -> dict[str, Any]:
-        return dict(self.spec.get("privateKey") or {})
+    def private_key_spec(self) -> PrivateKeySpec:
+        return (self.typed_spec.get("privateKey") or {}).copy()
 
     @property
     def rotation_policy(self) -> str:
@@ -89,7 +95,7 @@ class Certificate(Resource, Reconciled):
 
     @property
     def revision_history_limit(self) -> int | None:
-        value = self.spec.get("revisionHistoryLimit")
+        value = self.typed_spec.get("revisionHistoryLimit")
         return int(value) if value is not None else None
 
     # -- next private key -------------------------------------------------------

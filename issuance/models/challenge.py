@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.db import models
 
 from issuance.models.base import ImmutableSpecMixin, Reconciled, Resource
+from issuance.shapes import ChallengeSpec
 
 
 class ChallengeType(models.TextChoices):
@@ -88,5 +91,10 @@ class Challenge(ImmutableSpecMixin, Resource, Reconciled):
         ]
 
     @property
+    def typed_spec(self) -> ChallengeSpec:
+        """The `spec` column as the orders controller made it (the one cast)."""
+        return cast(ChallengeSpec, self.spec)
+
+    @property
     def key_authorization(self) -> str:
-        return str(self.spec.get("key") or "")
+        return str(self.typed_spec.get("key") or "")

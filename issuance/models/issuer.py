@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from django.db import models
 
 from issuance.models.base import Reconciled, Resource
+from issuance.shapes import (
+    AcmeIssuerSpec,
+    CaIssuerSpec,
+    IssuerKindSpec,
+    IssuerSpec,
+    SelfSignedIssuerSpec,
+)
 
 
 class IssuerKind(models.TextChoices):
@@ -40,9 +47,34 @@ class Issuer(Resource, Reconciled):
         ordering = ["name"]
 
     @property
-    def kind_spec(self) -> dict[str, Any]:
+    def typed_spec(self) -> IssuerSpec:
+        """The `spec` column as validate_issuer_spec stores it."""
+        return cast(IssuerSpec, self.spec)
+
+    @property
+    def kind_spec(self) -> IssuerKindSpec:
+        """A copy of the block of the issuer's kind (`spec.<kind>`), {} if there is none.
+        acme_spec, ca_spec and self_signed_spec give it typed for their kind."""
         value = self.spec.get(self.kind) or {}
-        return dict(value) if isinstance(value, dict) else {}
+        return cast(IssuerKindSpec, dict(value) if isinstance(value, dict) else {})
+
+    # The kind column says which block kind_spec is: the one narrowing cast each.
+    @property
+    def acme_spec(self) -> AcmeIssuerSpec:
+        """`spec.acme` of an ACME issuer; {} for another kind."""
+        return cast(AcmeIssuerSpec, self.kind_spec) if self.kind == IssuerKind.ACME else {}
+
+    @property
+    def ca_spec(self) -> CaIssuerSpec:
+        """`spec.ca` of a CA issuer; {} for another kind."""
+        return cast(CaIssuerSpec, self.kind_spec) if self.kind == IssuerKind.CA else {}
+
+    @property
+    def self_signed_spec(self) -> SelfSignedIssuerSpec:
+        """`spec.selfSigned` of a self-signed issuer; {} for another kind."""
+        if self.kind != IssuerKind.SELF_SIGNED:
+            return {}
+        return cast(SelfSignedIssuerSpec, self.kind_spec)
 
     @property
     def is_ready(self) -> bool:

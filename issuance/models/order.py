@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.db import models
 
 from issuance.models.base import ImmutableSpecMixin, Reconciled, Resource
+from issuance.shapes import OrderAuthorization, OrderSpec, Restart
 
 
 class OrderState(models.TextChoices):
@@ -53,3 +56,16 @@ class Order(ImmutableSpecMixin, Resource, Reconciled):
     @property
     def is_final(self) -> bool:
         return self.state in FINAL_ORDER_STATES
+
+    # The JSON columns with their fields typed (the casts, one per column).
+    @property
+    def typed_spec(self) -> OrderSpec:
+        return cast(OrderSpec, self.spec)
+
+    @property
+    def typed_authorizations(self) -> list[OrderAuthorization]:
+        return cast(list[OrderAuthorization], self.authorizations or [])
+
+    @property
+    def typed_restarts(self) -> list[Restart]:
+        return cast(list[Restart], self.restarts or [])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPri
 from cryptography.x509.oid import NameOID
 
 from issuance.pki.keys import describe_public_key, public_key_bytes
+from issuance.shapes import CertificateNames
 
 MAX_CSR_PEM_BYTES = 64 * 1024
 
@@ -48,8 +49,18 @@ class CSRInfo:
         }
 
 
+SubjectField = Literal[
+    "organizations",
+    "countries",
+    "organizationalUnits",
+    "localities",
+    "provinces",
+    "streetAddresses",
+    "postalCodes",
+    "serialNumber",
+]
 # cert-manager's X509Subject fields, in its order (serialNumber is a single string).
-_SUBJECT_OIDS = (
+_SUBJECT_OIDS: tuple[tuple[SubjectField, x509.ObjectIdentifier], ...] = (
     ("organizations", NameOID.ORGANIZATION_NAME),
     ("countries", NameOID.COUNTRY_NAME),
     ("organizationalUnits", NameOID.ORGANIZATIONAL_UNIT_NAME),
@@ -65,7 +76,7 @@ def _hash_for(key: CertificateIssuerPrivateKeyTypes) -> hashes.SHA256 | None:
     return None if isinstance(key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
 
 
-def build_csr(key: CertificateIssuerPrivateKeyTypes, spec: dict[str, Any]) -> str:
+def build_csr(key: CertificateIssuerPrivateKeyTypes, spec: CertificateNames) -> str:
     """A CSR for a Certificate spec: commonName, subject.organizations, dnsNames, ipAddresses."""
     attrs = []
     if spec.get("commonName"):

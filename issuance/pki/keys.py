@@ -14,7 +14,6 @@ Two doors for loading a PEM private key:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
@@ -25,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.types import (
 )
 
 from issuance.pki.encryption import DecryptionError, decrypt_text
+from issuance.shapes import PrivateKeySpec
 
 DEFAULT_RSA_SIZE = 2048
 DEFAULT_ECDSA_SIZE = 256
@@ -49,7 +49,7 @@ class InvalidPrivateKey(KeyError_):
         self.reason = reason
 
 
-def normalize_key_spec(spec: dict[str, Any] | None) -> tuple[str, int]:
+def normalize_key_spec(spec: PrivateKeySpec | None) -> tuple[str, int]:
     """(algorithm, size) with cert-manager's defaults: RSA 2048, ECDSA P-256."""
     spec = spec or {}
     algorithm = str(spec.get("algorithm") or "RSA")
@@ -63,7 +63,7 @@ def normalize_key_spec(spec: dict[str, Any] | None) -> tuple[str, int]:
     raise KeyError_(f"unsupported privateKey.algorithm {algorithm!r} (RSA, ECDSA, Ed25519)")
 
 
-def generate_private_key(spec: dict[str, Any] | None) -> CertificateIssuerPrivateKeyTypes:
+def generate_private_key(spec: PrivateKeySpec | None) -> CertificateIssuerPrivateKeyTypes:
     algorithm, size = normalize_key_spec(spec)
     if algorithm == "RSA":
         if size not in RSA_SIZES:
@@ -206,7 +206,7 @@ def public_key_bytes(key: CertificatePublicKeyTypes) -> bytes:
     )
 
 
-def key_matches_spec(key: PrivateKeyTypes, spec: dict[str, Any] | None) -> bool:
+def key_matches_spec(key: PrivateKeyTypes, spec: PrivateKeySpec | None) -> bool:
     algorithm, size = normalize_key_spec(spec)
     have = describe_public_key(key.public_key())  # type: ignore[arg-type]
     return have == (algorithm, size)

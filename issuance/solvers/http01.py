@@ -18,7 +18,6 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -26,6 +25,7 @@ from django.db import DatabaseError
 from issuance.availability import DatabaseUnavailable, availability, is_unavailable_error
 from issuance.fastpaths.http01_lookup import presented_key
 from issuance.models import Challenge
+from issuance.shapes import Http01Spec
 from issuance.solvers.selfcheck import check_http01
 
 # RFC 8555 tokens are base64url; anything else cannot be ours (and never hits the database).
@@ -161,7 +161,7 @@ class Http01Solver:
     name = "http01"
     cleanup_in_database = True
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: Http01Spec) -> None:
         # cert-manager's http01 options (ingress, gatewayHTTPRoute) have no meaning here;
         # kept so the copied config round-trips.
         self.config = config

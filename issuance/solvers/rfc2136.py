@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
-from typing import Any
 
 import dns.exception
 import dns.message
@@ -28,6 +27,7 @@ import dns.update
 
 from issuance.controllers.base import TemporaryError
 from issuance.models import Challenge
+from issuance.shapes import Rfc2136Spec
 from issuance.solvers.base import (
     SolverConfigError,
     parse_hostport,
@@ -62,7 +62,7 @@ class Rfc2136Config:
         return f"{self.host}:{self.port}"
 
 
-def _tsig_secret(config: dict[str, Any]) -> str:
+def _tsig_secret(config: Rfc2136Spec) -> str:
     ref = config.get("tsigSecretSecretRef")
     if isinstance(ref, dict) and ref.get("name"):
         from issuance.specs.secrets import SecretRefError, read_secret_value
@@ -75,7 +75,7 @@ def _tsig_secret(config: dict[str, Any]) -> str:
     return str(config.get("tsigSecret") or "")
 
 
-def load_config(config: dict[str, Any]) -> Rfc2136Config:
+def load_config(config: Rfc2136Spec) -> Rfc2136Config:
     nameserver = str(config.get("nameserver") or "")
     try:
         host, port = parse_hostport(nameserver)
@@ -105,7 +105,7 @@ class Rfc2136Solver:
     name = "rfc2136"
     cleanup_in_database = False
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: Rfc2136Spec) -> None:
         self.config = config
 
     def _settings(self) -> Rfc2136Config:

@@ -12,12 +12,11 @@ Any 2xx is success; anything else, a timeout or a connection error is a Temporar
 
 from __future__ import annotations
 
-from typing import Any
-
 import requests
 
 from issuance.controllers.base import TemporaryError
 from issuance.models import Challenge
+from issuance.shapes import WebhookSpec
 from issuance.solvers.base import (
     SolverConfigError,
     base_domain,
@@ -33,7 +32,7 @@ class WebhookSolver:
     name = "webhook"
     cleanup_in_database = False
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: WebhookSpec) -> None:
         self.url = str(config.get("url") or "")
         if not self.url.startswith(("http://", "https://")):
             raise SolverConfigError(f"dns01.webhook.url {self.url!r} must be an http(s) URL")

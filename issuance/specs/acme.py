@@ -8,6 +8,16 @@ from typing import Any
 
 from cryptography import x509
 
+from issuance.shapes import (
+    AcmeIssuerSpec,
+    Dns01Spec,
+    ExternalAccountBinding,
+    Http01Spec,
+    Rfc2136Spec,
+    SolverSelectorSpec,
+    SolverSpec,
+    WebhookSpec,
+)
 from issuance.specs.errors import Errors
 from issuance.specs.fields import (
     check_object,
@@ -79,11 +89,11 @@ def _ca_bundle(value: Any, where: str, errors: Errors) -> str | None:
 
 def _eab(
     value: Any, path: str, errors: Errors, issuer: str, secrets: list[SecretWrite]
-) -> dict[str, Any] | None:
+) -> ExternalAccountBinding | None:
     eab = check_object(value, path, errors, ("keyID", "keySecretRef", "keyAlgorithm", "hmacKey"))
     if eab is None:
         return None
-    out: dict[str, Any] = {}
+    out: ExternalAccountBinding = {}
     key_id = opt_str(eab, "keyID", path, errors, max_len=1024)
     if "keyID" not in eab:
         errors.add(f"{path}.keyID", "is required")
@@ -112,7 +122,7 @@ def _eab(
     return out
 
 
-def _selector(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+def _selector(value: Any, path: str, errors: Errors) -> SolverSelectorSpec | None:
     sel = check_object(
         value,
         path,
@@ -122,14 +132,15 @@ def _selector(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
     )
     if sel is None:
         return None
-    out: dict[str, Any] = {}
-    for key, wildcard in (("dnsNames", True), ("dnsZones", False)):
+    out: SolverSelectorSpec = {}
+    for key in ("dnsNames", "dnsZones"):
         items = opt_str_list(sel, key, path, errors)
         if items is None:
             continue
         good = []
         for i, item in enumerate(items):
-            problem = dns_name_problem(item.lower(), allow_wildcard=wildcard)
+            # dnsNames may hold wildcards, dnsZones may not.
+            problem = dns_name_problem(item.lower(), allow_wildcard=key == "dnsNames")
             if problem:
                 errors.add(f"{path}.{key}[{i}]", problem)
             else:
@@ -149,12 +160,12 @@ def _nameserver(value: str, where: str, errors: Errors) -> str | None:
 
 def _rfc2136(
     value: Any, path: str, errors: Errors, issuer: str, index: int, secrets: list[SecretWrite]
-) -> dict[str, Any] | None:
+) -> Rfc2136Spec | None:
     fields = ("nameserver", "tsigKeyName", "tsigAlgorithm", "tsigSecretSecretRef", "tsigSecret")
     obj = check_object(value, path, errors, (*fields, "protocol"))
     if obj is None:
         return None
-    out: dict[str, Any] = {}
+    out: Rfc2136Spec = {}
     server = opt_str(obj, "nameserver", path, errors, max_len=300)
     if "nameserver" not in obj:
         errors.add(f"{path}.nameserver", "is required")
@@ -190,7 +201,7 @@ def _rfc2136(
     return out
 
 
-def _webhook(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+def _webhook(value: Any, path: str, errors: Errors) -> WebhookSpec | None:
     obj = check_object(value, path, errors, ("url", "groupName", "solverName", "config"))
     if obj is None:
         return None
@@ -202,7 +213,7 @@ def _webhook(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
             "groupName/solverName webhooks need a url too)",
         )
         return None
-    out: dict[str, Any] = {}
+    out: WebhookSpec = {}
     if https_url(url, f"{path}.url", errors, allow_http=True):
         out["url"] = url
     for key in ("groupName", "solverName"):
@@ -219,7 +230,7 @@ def _webhook(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
 
 def _dns01(
     value: Any, path: str, errors: Errors, issuer: str, index: int, secrets: list[SecretWrite]
-) -> dict[str, Any] | None:
+) -> Dns01Spec | None:
     hints = {
         p: "only rfc2136 and webhook DNS-01 providers are supported"
         for p in DNS01_PROVIDERS_UNSUPPORTED
@@ -227,7 +238,7 @@ def _dns01(
     obj = check_object(value, path, errors, ("rfc2136", "webhook", "cnameStrategy"), hints=hints)
     if obj is None:
         return None
-    out: dict[str, Any] = {}
+    out: Dns01Spec = {}
     strategy = opt_str(obj, "cnameStrategy", path, errors, choices=("None", "Follow"))
     if strategy:
         out["cnameStrategy"] = strategy
@@ -247,7 +258,7 @@ def _dns01(
     return out
 
 
-def _http01(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+def _http01(value: Any, path: str, errors: Errors) -> Http01Spec | None:
     obj = check_object(value, path, errors, ("ingress", "gatewayHTTPRoute"))
     if obj is None:
         return None
@@ -260,17 +271,17 @@ def _http01(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
 
 def validate_solvers(
     value: Any, path: str, errors: Errors, issuer: str, secrets: list[SecretWrite]
-) -> list[dict[str, Any]]:
+) -> list[SolverSpec]:
     if not isinstance(value, list):
         errors.add(path, "must be a list")
         return []
-    out: list[dict[str, Any]] = []
+    out: list[SolverSpec] = []
     for i, item in enumerate(value):
         where = f"{path}[{i}]"
         solver = check_object(item, where, errors, ("selector", "http01", "dns01"))
         if solver is None:
             continue
-        result: dict[str, Any] = {}
+        result: SolverSpec = {}
         if "selector" in solver:
             selector = _selector(solver["selector"], f"{where}.selector", errors)
             if selector:
@@ -296,11 +307,11 @@ def validate_acme(
     errors: Errors,
     issuer: str,
     secrets: list[SecretWrite],
-) -> dict[str, Any] | None:
+) -> AcmeIssuerSpec | None:
     acme = check_object(value, path, errors, ACME_FIELDS)
     if acme is None:
         return None
-    out: dict[str, Any] = {}
+    out: AcmeIssuerSpec = {}
     server = opt_str(acme, "server", path, errors, max_len=1024)
     if "server" not in acme:
         errors.add(f"{path}.server", "is required (the ACME directory URL)")
@@ -332,10 +343,10 @@ def validate_acme(
             f"{path}.disableAccountKeyGeneration",
             "only false is supported: the console generates and stores the account key",
         )
-    for key in ("profile", "preferredChain"):
-        item = opt_str(acme, key, path, errors, max_len=256)
+    for name in ("profile", "preferredChain"):
+        item = opt_str(acme, name, path, errors, max_len=256)
         if item:
-            out[key] = item
+            out[name] = item
     if "externalAccountBinding" in acme:
         eab = _eab(
             acme["externalAccountBinding"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -15,6 +15,13 @@ from issuance.durations import format_duration
 from issuance.models import Certificate, Issuer, validate_resource_name
 from issuance.pki.keys import ECDSA_CURVES, RSA_SIZES
 from issuance.pki.signing import SUPPORTED_USAGES
+from issuance.shapes import (
+    CertificateSpec,
+    IssuerRef,
+    PrivateKeySpec,
+    SecretExportRef,
+    X509Subject,
+)
 from issuance.specs.errors import Errors, SpecError
 from issuance.specs.fields import (
     check_object,
@@ -67,7 +74,7 @@ UNSUPPORTED = {
     "nameConstraints": "name constraints are not supported",
     "signatureAlgorithm": "the signature algorithm follows the key type",
 }
-SUBJECT_FIELDS = (
+SUBJECT_LISTS: Final = (
     "organizations",
     "organizationalUnits",
     "countries",
@@ -75,12 +82,18 @@ SUBJECT_FIELDS = (
     "provinces",
     "streetAddresses",
     "postalCodes",
-    "serialNumber",
 )
+SUBJECT_FIELDS = (*SUBJECT_LISTS, "serialNumber")
 KEY_ALGORITHMS = ("RSA", "ECDSA", "Ed25519")
 ROTATION_POLICIES = ("Always", "Never")
 KEY_ENCODINGS = ("PKCS1", "PKCS8")
 SAN_FIELDS = ("commonName", "dnsNames", "ipAddresses", "uris", "emailAddresses")
+SAN_NORMALIZERS: dict[str, Callable[[list[str], str, Errors], list[str]]] = {
+    "dnsNames": normalize_dns_names,
+    "ipAddresses": normalize_ip_addresses,
+    "uris": normalize_uris,
+    "emailAddresses": normalize_emails,
+}
 
 IssuerExists = Callable[[str], bool]
 
@@ -141,7 +154,7 @@ def certificate_exists(name: str) -> bool:
 
 def validate_issuer_ref(
     value: Any, path: str, errors: Errors, issuer_exists: IssuerExists | None
-) -> dict[str, str] | None:
+) -> IssuerRef | None:
     ref = check_object(value, path, errors, ("name", "kind", "group"))
     if ref is None:
         return None
@@ -154,7 +167,7 @@ def validate_issuer_ref(
         return None
     if issuer_exists is not None and not issuer_exists(name):
         errors.add(f"{path}.name", f"unknown issuer {name!r}")
-    out = {"name": name, "kind": kind}
+    out: IssuerRef = {"name": name, "kind": kind}
     if group:
         out["group"] = group
     return out
@@ -178,11 +191,11 @@ def validate_usages(spec: dict[str, Any], path: str, errors: Errors) -> list[str
     return out
 
 
-def _private_key(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+def _private_key(value: Any, path: str, errors: Errors) -> PrivateKeySpec | None:
     pk = check_object(value, path, errors, ("algorithm", "size", "rotationPolicy", "encoding"))
     if pk is None:
         return None
-    out: dict[str, Any] = {}
+    out: PrivateKeySpec = {}
     algorithm = opt_str(pk, "algorithm", path, errors, choices=KEY_ALGORITHMS)
     size = opt_int(pk, "size", path, errors, minimum=0)
     if algorithm:
@@ -197,24 +210,21 @@ def _private_key(value: Any, path: str, errors: Errors) -> dict[str, Any] | None
             errors.add(f"{path}.size", "Ed25519 keys have a fixed size: leave size out")
         else:
             out["size"] = size
-    for key, choices in (("rotationPolicy", ROTATION_POLICIES), ("encoding", KEY_ENCODINGS)):
-        value_ = opt_str(pk, key, path, errors, choices=choices)
-        if value_:
-            out[key] = value_
+    rotation_policy = opt_str(pk, "rotationPolicy", path, errors, choices=ROTATION_POLICIES)
+    if rotation_policy:
+        out["rotationPolicy"] = rotation_policy
+    encoding = opt_str(pk, "encoding", path, errors, choices=KEY_ENCODINGS)
+    if encoding:
+        out["encoding"] = encoding
     return out
 
 
-def _subject(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+def _subject(value: Any, path: str, errors: Errors) -> X509Subject | None:
     subject = check_object(value, path, errors, SUBJECT_FIELDS)
     if subject is None:
         return None
-    out: dict[str, Any] = {}
-    for key in SUBJECT_FIELDS:
-        if key == "serialNumber":
-            serial = opt_str(subject, key, path, errors, max_len=64)
-            if serial:
-                out[key] = serial
-            continue
+    out: X509Subject = {}
+    for key in SUBJECT_LISTS:
         items = opt_str_list(subject, key, path, errors, max_len=64)
         if key == "countries":
             for i, country in enumerate(items or []):
@@ -222,14 +232,17 @@ def _subject(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
                     errors.add(f"{path}.{key}[{i}]", "must be a two-letter country code (ISO 3166)")
         if items:
             out[key] = items
+    serial = opt_str(subject, "serialNumber", path, errors, max_len=64)
+    if serial:
+        out["serialNumber"] = serial
     return out
 
 
-def _secret_export(value: Any, path: str, errors: Errors) -> dict[str, str] | None:
+def _secret_export(value: Any, path: str, errors: Errors) -> SecretExportRef | None:
     export = check_object(value, path, errors, ("namespace", "name"))
     if export is None:
         return None
-    out: dict[str, str] = {}
+    out: SecretExportRef = {}
     for key in ("namespace", "name"):
         if key not in export:
             errors.add(f"{path}.{key}", "is required")
@@ -241,7 +254,7 @@ def _secret_export(value: Any, path: str, errors: Errors) -> dict[str, str] | No
 
 def validate_certificate_spec(
     name: str, spec: Any, *, issuer_exists: IssuerExists | None = issuer_in_db
-) -> dict[str, Any]:
+) -> CertificateSpec:
     """Validate and normalize; returns the spec to store. Raises SpecError listing every problem.
 
     Normalization: DNS names lower-cased, durations in Go's canonical form, issuerRef.kind
@@ -252,33 +265,29 @@ def validate_certificate_spec(
     path = "spec"
     obj = check_object(spec, path, errors, FIELDS, hints=UNSUPPORTED)
     if obj is None:
-        errors.raise_if_any()
-        return {}
-    out: dict[str, Any] = {"secretName": opt_resource_name(obj, "secretName", path, errors) or name}
-    out |= _subject_names(obj, path, errors)
-    out |= _lifetime(obj, path, errors)
-    out |= _issuer(obj, path, errors, issuer_exists)
-    out |= _key_and_usages(obj, path, errors)
-    out |= _options(obj, path, errors)
+        raise SpecError(errors.items)  # check_object said why
+    # Each step adds its fields in turn (the stored order is the order of these steps).
+    out: CertificateSpec = {
+        "secretName": opt_resource_name(obj, "secretName", path, errors) or name
+    }
+    _subject_names(obj, path, errors, out)
+    _lifetime(obj, path, errors, out)
+    _issuer(obj, path, errors, issuer_exists, out)
+    _key_and_usages(obj, path, errors, out)
+    _options(obj, path, errors, out)
     errors.raise_if_any()
     return out
 
 
-def _subject_names(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+def _subject_names(obj: dict[str, Any], path: str, errors: Errors, out: CertificateSpec) -> None:
     """commonName, the SANs (normalized; at least one of them) and subject."""
-    out: dict[str, Any] = {}
     common_name = opt_str(obj, "commonName", path, errors, max_len=MAX_COMMON_NAME)
     if common_name:
         out["commonName"] = common_name
-    for key, normalize in (
-        ("dnsNames", normalize_dns_names),
-        ("ipAddresses", normalize_ip_addresses),
-        ("uris", normalize_uris),
-        ("emailAddresses", normalize_emails),
-    ):
+    for key in ("dnsNames", "ipAddresses", "uris", "emailAddresses"):
         items = opt_str_list(obj, key, path, errors)
         if items:
-            out[key] = normalize(items, f"{path}.{key}", errors)
+            out[key] = SAN_NORMALIZERS[key](items, f"{path}.{key}", errors)
     if not any(obj.get(k) for k in SAN_FIELDS):
         errors.add(
             path, "at least one of commonName, dnsNames, ipAddresses, uris or emailAddresses"
@@ -287,15 +296,12 @@ def _subject_names(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, 
         subject = _subject(obj["subject"], f"{path}.subject", errors)
         if subject:
             out["subject"] = subject
-    return out
 
 
-def _lifetime(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+def _lifetime(obj: dict[str, Any], path: str, errors: Errors, out: CertificateSpec) -> None:
     """duration (default 2160h), and renewBefore (below duration) or renewBeforePercentage."""
     duration = opt_duration(obj, "duration", path, errors)
-    out: dict[str, Any] = {
-        "duration": duration[0] if duration else format_duration(DEFAULT_DURATION)
-    }
+    out["duration"] = duration[0] if duration else format_duration(DEFAULT_DURATION)
     lifetime = duration[1] if duration else DEFAULT_DURATION
     renew_before = opt_duration(obj, "renewBefore", path, errors)
     if renew_before:
@@ -312,23 +318,26 @@ def _lifetime(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
         errors.add(
             f"{path}.renewBeforePercentage", "renewBefore and renewBeforePercentage are exclusive"
         )
-    return out
 
 
 def _issuer(
-    obj: dict[str, Any], path: str, errors: Errors, issuer_exists: IssuerExists | None
-) -> dict[str, Any]:
+    obj: dict[str, Any],
+    path: str,
+    errors: Errors,
+    issuer_exists: IssuerExists | None,
+    out: CertificateSpec,
+) -> None:
     """issuerRef: required, and naming an issuer that exists (unless the lookup is skipped)."""
     if "issuerRef" not in obj:
         errors.add(f"{path}.issuerRef", "is required")
-        return {}
+        return
     ref = validate_issuer_ref(obj["issuerRef"], f"{path}.issuerRef", errors, issuer_exists)
-    return {"issuerRef": ref} if ref else {}
+    if ref:
+        out["issuerRef"] = ref
 
 
-def _key_and_usages(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+def _key_and_usages(obj: dict[str, Any], path: str, errors: Errors, out: CertificateSpec) -> None:
     """privateKey (algorithm, size, rotationPolicy, encoding) and usages."""
-    out: dict[str, Any] = {}
     if "privateKey" in obj:
         private_key = _private_key(obj["privateKey"], f"{path}.privateKey", errors)
         if private_key:
@@ -336,12 +345,10 @@ def _key_and_usages(obj: dict[str, Any], path: str, errors: Errors) -> dict[str,
     usages = validate_usages(obj, path, errors)
     if usages:
         out["usages"] = usages
-    return out
 
 
-def _options(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+def _options(obj: dict[str, Any], path: str, errors: Errors, out: CertificateSpec) -> None:
     """isCA, encodeUsagesInRequest, revisionHistoryLimit and secretExport."""
-    out: dict[str, Any] = {}
     for key in ("isCA", "encodeUsagesInRequest"):
         flag = opt_bool(obj, key, path, errors)
         if flag is not None:
@@ -353,7 +360,6 @@ def _options(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
         export = _secret_export(obj["secretExport"], f"{path}.secretExport", errors)
         if export:
             out["secretExport"] = export
-    return out
 
 
 def check_name(name: Any, path: str = "name") -> str:
@@ -390,7 +396,7 @@ def apply_certificate_ex(
     return _store_changed_spec(cert, normalized, issuer_pk, actor)
 
 
-def _validate_and_lock_issuer(name: str, spec: Any) -> tuple[dict[str, Any], Any]:
+def _validate_and_lock_issuer(name: str, spec: Any) -> tuple[CertificateSpec, Any]:
     """The normalized spec and its issuer's primary key, the issuer locked until the
     transaction ends (see _issuer_lock). The issuer check of validation is the locking
     lookup itself: one query, not two."""
@@ -409,7 +415,7 @@ def _validate_and_lock_issuer(name: str, spec: Any) -> tuple[dict[str, Any], Any
 
 
 def _insert_certificate(
-    name: str, normalized: dict[str, Any], issuer_pk: Any, actor: str
+    name: str, normalized: CertificateSpec, issuer_pk: Any, actor: str
 ) -> Applied[Certificate]:
     """A new Certificate, due at once, as wake() would leave it (due_at now, wake_seq bumped
     from 0), but by the INSERT itself rather than an UPDATE right after it."""
@@ -431,7 +437,7 @@ def _insert_certificate(
 
 
 def _store_changed_spec(
-    cert: Certificate, normalized: dict[str, Any], issuer_pk: Any, actor: str
+    cert: Certificate, normalized: CertificateSpec, issuer_pk: Any, actor: str
 ) -> Applied[Certificate]:
     """A changed spec: stored with generation + 1, recorded, and the Certificate woken."""
     fields = changed_fields(cert.spec, normalized)

@@ -14,6 +14,7 @@ from issuance import events
 from issuance.durations import MAX_SECONDS, format_duration
 from issuance.models import CertificateRequest
 from issuance.pki.csr import MAX_CSR_PEM_BYTES, CSRError, parse_csr
+from issuance.shapes import CertificateRequestSpec
 from issuance.specs.certificate import (
     IssuerExists,
     check_name,
@@ -57,14 +58,13 @@ def _csr_pem(value: Any, where: str, errors: Errors) -> str | None:
 
 def validate_request_spec(
     spec: Any, *, issuer_exists: IssuerExists | None = issuer_in_db
-) -> dict[str, Any]:
+) -> CertificateRequestSpec:
     errors = Errors()
     path = "spec"
     obj = check_object(spec, path, errors, FIELDS, hints=UNSUPPORTED)
     if obj is None:
-        errors.raise_if_any()
-        return {}
-    out: dict[str, Any] = {}
+        raise SpecError(errors.items)  # check_object said why
+    out: CertificateRequestSpec = {}
     pem = _csr_pem(obj.get("request"), f"{path}.request", errors)
     if pem:
         out["request"] = pem

@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 
 from issuance.durations import DurationError, format_duration, parse_duration
 from issuance.models.base import validate_resource_name
+from issuance.shapes import SecretKeySelector
 from issuance.specs.errors import Errors
 
 # Sentinel for "the key is absent" (None is a value JSON can carry).
@@ -177,7 +178,7 @@ def opt_resource_name(obj: Mapping[str, Any], key: str, path: str, errors: Error
 
 def secret_key_selector(
     value: Any, path: str, errors: Errors, *, key_required: bool
-) -> dict[str, str] | None:
+) -> SecretKeySelector | None:
     """cert-manager's SecretKeySelector {name, key}: a reference to a stored Secret."""
     obj = check_object(value, path, errors, ("name", "key"))
     if obj is None:
@@ -190,7 +191,10 @@ def secret_key_selector(
         errors.add(f"{path}.key", "is required")
     if name is None:
         return None
-    return {"name": name, **({"key": key} if key else {})}
+    out: SecretKeySelector = {"name": name}
+    if key:
+        out["key"] = key
+    return out
 
 
 def https_url(value: str, where: str, errors: Errors, *, allow_http: bool = False) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from cryptography import x509
 from django.db import transaction
@@ -30,6 +30,7 @@ from issuance.pki.keys import (
 )
 from issuance.pki.signing import sign_csr
 from issuance.pki.x509 import split_pem_chain
+from issuance.shapes import ApprovalPolicy, CaIssuerSpec, IssuerSpec, SelfSignedIssuerSpec
 from issuance.specs.acme import validate_acme
 from issuance.specs.certificate import check_name
 from issuance.specs.errors import Errors
@@ -72,23 +73,24 @@ class IssuerPlan:
     """A validated issuer spec plus what must be stored next to it."""
 
     kind: str
-    spec: dict[str, Any]
+    spec: IssuerSpec
     secrets: list[SecretWrite] = field(default_factory=list)
     # (secretName, commonName) of a CA to generate if that Secret does not exist yet.
     generate_ca: tuple[str, str] | None = None
 
 
-def _approval_policy(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+def _approval_policy(value: Any, path: str, errors: Errors) -> ApprovalPolicy | None:
     obj = check_object(value, path, errors, tuple(APPROVAL_POLICY_FIELDS))
     if obj is None:
         return None
-    out = {}
+    out: dict[str, Any] = {}
     for key, validate in APPROVAL_POLICY_FIELDS.items():
         if key in obj:
             normalized = validate(obj[key], f"{path}.{key}", errors)
             if normalized is not None:
                 out[key] = normalized
-    return out
+    # Each field as its validator in APPROVAL_POLICY_FIELDS returned it.
+    return cast(ApprovalPolicy, out)
 
 
 def _inline_ca(
@@ -138,12 +140,12 @@ def _inline_ca(
 
 def _ca(
     value: Any, path: str, errors: Errors, issuer: str, plan: IssuerPlan, lookups: bool
-) -> dict[str, Any] | None:
+) -> CaIssuerSpec | None:
     allowed = ("secretName", "maxDuration", "generate", "commonName", "certificate", "privateKey")
     obj = check_object(value, path, errors, allowed, hints=CA_UNSUPPORTED)
     if obj is None:
         return None
-    out: dict[str, Any] = {}
+    out: CaIssuerSpec = {}
     secret_name = opt_resource_name(obj, "secretName", path, errors)
     generate = opt_bool(obj, "generate", path, errors)
     inline = "certificate" in obj or "privateKey" in obj
@@ -151,7 +153,8 @@ def _ca(
     if generate and inline:
         errors.add(f"{path}.generate", "use generate or certificate+privateKey, not both")
     elif generate:
-        out.update(generate=True, secretName=secret_name or f"{issuer}-ca")
+        out["generate"] = True
+        out["secretName"] = secret_name or f"{issuer}-ca"
         out["commonName"] = common_name or f"{issuer} CA"
         plan.generate_ca = (out["secretName"], out["commonName"])
     elif inline:
@@ -181,7 +184,7 @@ def _ca(
     return out
 
 
-def _self_signed(value: Any, path: str, errors: Errors) -> dict[str, Any] | None:
+def _self_signed(value: Any, path: str, errors: Errors) -> SelfSignedIssuerSpec | None:
     obj = check_object(
         value if value is not None else {},
         path,
@@ -213,15 +216,18 @@ def validate_issuer_spec(name: str, spec: Any, *, lookups: bool = True) -> Issue
     if len(kinds) == 1:
         plan.kind = kinds[0]
         where = f"{path}.{plan.kind}"
-        body: dict[str, Any] | None
         if plan.kind == IssuerKind.ACME:
-            body = validate_acme(obj["acme"], where, errors, name, plan.secrets)
+            acme = validate_acme(obj["acme"], where, errors, name, plan.secrets)
+            if acme is not None:
+                plan.spec["acme"] = acme
         elif plan.kind == IssuerKind.CA:
-            body = _ca(obj["ca"], where, errors, name, plan, lookups)
+            ca = _ca(obj["ca"], where, errors, name, plan, lookups)
+            if ca is not None:
+                plan.spec["ca"] = ca
         else:
-            body = _self_signed(obj["selfSigned"], where, errors)
-        if body is not None:
-            plan.spec[plan.kind] = body
+            self_signed = _self_signed(obj["selfSigned"], where, errors)
+            if self_signed is not None:
+                plan.spec["selfSigned"] = self_signed
     if "approvalPolicy" in obj:
         policy = _approval_policy(obj["approvalPolicy"], f"{path}.approvalPolicy", errors)
         if policy:

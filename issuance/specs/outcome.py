@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
@@ -26,7 +27,7 @@ class Applied(Generic[T]):
 
 
 def changed_fields(
-    old: dict[str, object], new: dict[str, object], prefix: str = "spec"
+    old: Mapping[str, object], new: Mapping[str, object], prefix: str = "spec"
 ) -> list[str]:
     """Top-level spec fields that differ, for events and immutability errors."""
     keys = sorted(set(old) | set(new))

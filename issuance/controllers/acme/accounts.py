@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
-from typing import Any
 
 from django.db import transaction
 
@@ -21,11 +20,12 @@ from issuance.controllers.acme.record import DATABASE_RECORD
 from issuance.controllers.base import TemporaryError
 from issuance.models import Issuer
 from issuance.pki.encryption import encrypt_text
+from issuance.shapes import ExternalAccountBinding
 from issuance.specs.secrets import SecretRefError, read_secret_value
 
 
 def account_config(issuer: Issuer) -> AccountConfig:
-    spec = issuer.kind_spec
+    spec = issuer.acme_spec
     server = str(spec.get("server") or "").strip()
     if not server:
         raise AccountConfigError("spec.acme.server is required")
@@ -42,11 +42,11 @@ def account_config(issuer: Issuer) -> AccountConfig:
     )
 
 
-def _eab_hmac_key(eab: dict[str, Any]) -> str:
+def _eab_hmac_key(eab: ExternalAccountBinding) -> str:
     """The EAB HMAC key from the referenced Secret (specs move an inline hmacKey there)."""
-    ref = eab.get("keySecretRef") or {}
-    name = str(ref.get("name") or "") if isinstance(ref, dict) else ""
-    if name:
+    ref = eab.get("keySecretRef")
+    if isinstance(ref, dict) and ref.get("name"):
+        name = str(ref["name"])
         try:
             value = read_secret_value(name, str(ref.get("key") or "") or None).strip()
         except SecretRefError as exc:
@@ -88,7 +88,7 @@ def register_account(issuer: Issuer, config: AccountConfig) -> str:
         config.server,
         load_account_key(issuer.acme_account_key_ciphertext),
         "",
-        tls_options(issuer.kind_spec),
+        tls_options(issuer.acme_spec),
         DATABASE_RECORD,
     )
     known = bool(issuer.acme_account_uri) and (
@@ -99,7 +99,7 @@ def register_account(issuer: Issuer, config: AccountConfig) -> str:
 
 def probe_server(issuer: Issuer, server: str) -> None:
     """GET the CA's directory if it is this caller's turn to probe it (health.py)."""
-    probe(server, tls_options(issuer.kind_spec), DATABASE_RECORD)
+    probe(server, tls_options(issuer.acme_spec), DATABASE_RECORD)
 
 
 _clients_lock = threading.Lock()
@@ -112,7 +112,7 @@ def client_for(issuer: Issuer) -> AcmeClient:
         raise TemporaryError(
             f"Issuer {issuer.name} has no registered ACME account yet", delay=timedelta(seconds=5)
         )
-    spec: dict[str, Any] = issuer.kind_spec
+    spec = issuer.acme_spec
     cache_key = (issuer.pk, issuer.generation, issuer.acme_account_uri, str(spec.get("server")))
     with _clients_lock:
         client = _clients.get(cache_key)

@@ -1,0 +1,389 @@
+"""The JSON shapes of specs and statuses, as TypedDicts: cert-manager's camelCase field names.
+
+What a spec validator returns, what a controller writes into `spec` or a status column, and
+what the code reading them expects is named here instead of `dict[str, Any]`. JSON whose
+keys are not fixed (user input before validation, what a CA answers, a webhook's `config`)
+stays `dict[str, Any]` / `Mapping[str, object]`.
+
+Model JSONField columns are `Any` to mypy: each model reads them through one typed accessor
+(`typed_spec`, `get_condition`, ...), so the casts are in one place per model.
+
+Required or not: the validators build a spec key by key and leave out what was not given
+(or was null), so most spec fields are optional (`total=False`) and readers use `.get()`
+with the default the code applies. A field is `Required` where every writer sets it.
+
+This module imports nothing from the project, so the models, the ACME protocol package and
+the framework bypasses can use it without loading anything above them (docs/architecture.md,
+"Layers"); it is not in issuance/specs/, whose package loads the models and the validators.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NotRequired, Required, TypedDict
+
+# -- shared ---------------------------------------------------------------------------------
+
+
+class IssuerRef(TypedDict, total=False):
+    """cert-manager's ObjectReference to an Issuer. The validators always fill in `kind`
+    (default "Issuer"); a Challenge made for an Order without one names the issuer only."""
+
+    name: Required[str]
+    kind: str
+    group: str
+
+
+class SecretKeySelector(TypedDict, total=False):
+    """A value in a stored Secret (`issuance.specs.secrets.read_secret_value`)."""
+
+    name: Required[str]
+    key: str
+
+
+class ConditionExtra(TypedDict, total=False):
+    """The fields some conditions have besides the usual ones."""
+
+    decidedBy: str  # Approved/Denied of a CertificateRequest: who decided
+
+
+class Condition(ConditionExtra):
+    """One entry of a resource's `conditions` (`Resource.set_condition` writes them)."""
+
+    type: str
+    status: str  # "True", "False" or "Unknown"
+    reason: str
+    message: str
+    lastTransitionTime: str  # ISO 8601
+
+
+# -- Certificate ----------------------------------------------------------------------------
+
+
+class X509Subject(TypedDict, total=False):
+    organizations: list[str]
+    organizationalUnits: list[str]
+    countries: list[str]
+    localities: list[str]
+    provinces: list[str]
+    streetAddresses: list[str]
+    postalCodes: list[str]
+    serialNumber: str
+
+
+class CertificateNames(TypedDict, total=False):
+    """What a CSR is built from (`issuance.pki.csr.build_csr`): the subject and the SANs."""
+
+    commonName: str
+    dnsNames: list[str]
+    ipAddresses: list[str]
+    uris: list[str]
+    emailAddresses: list[str]
+    subject: X509Subject
+
+
+class PrivateKeySpec(TypedDict, total=False):
+    """`spec.privateKey`; absent fields take cert-manager's defaults (RSA 2048, PKCS1,
+    rotationPolicy Always)."""
+
+    algorithm: str  # RSA, ECDSA, Ed25519
+    size: int
+    rotationPolicy: str  # Always, Never
+    encoding: str  # PKCS1, PKCS8
+
+
+class SecretExportRef(TypedDict, total=False):
+    """Extension: also write the key pair to this Kubernetes Secret."""
+
+    namespace: str
+    name: str
+
+
+class CertificateSpec(CertificateNames, total=False):
+    """A Certificate's spec as `validate_certificate_spec` stores it. `duration` (default
+    2160h) and `issuerRef` are always set by it too."""
+
+    secretName: Required[str]
+    duration: str  # Go duration, canonical form
+    renewBefore: str
+    renewBeforePercentage: int
+    issuerRef: IssuerRef
+    privateKey: PrivateKeySpec
+    usages: list[str]
+    isCA: bool
+    revisionHistoryLimit: int
+    encodeUsagesInRequest: bool
+    secretExport: SecretExportRef
+
+
+# -- Issuer ---------------------------------------------------------------------------------
+
+
+class SolverSelectorSpec(TypedDict, total=False):
+    dnsNames: list[str]  # lower-cased; `*.example.com` for wildcards
+    dnsZones: list[str]
+
+
+class Http01Spec(TypedDict, total=False):
+    """`http01: {}`: the console answers HTTP-01 itself; nothing to configure."""
+
+
+class Rfc2136Spec(TypedDict, total=False):
+    nameserver: str  # host, host:port or [IPv6]:port
+    tsigKeyName: str
+    tsigAlgorithm: str
+    protocol: str
+    tsigSecretSecretRef: SecretKeySelector
+    # Inline secret: the validator moves it into a Secret (tsigSecretSecretRef), but the
+    # solver still reads one from a spec that has it.
+    tsigSecret: str
+
+
+class WebhookSpec(TypedDict, total=False):
+    url: str
+    groupName: str
+    solverName: str
+    config: dict[str, Any]  # passed through as the user gave it
+
+
+class Dns01Spec(TypedDict, total=False):
+    cnameStrategy: str
+    rfc2136: Rfc2136Spec
+    webhook: WebhookSpec
+
+
+class SolverSpec(TypedDict, total=False):
+    """One of `spec.acme.solvers` (also copied onto each Challenge): exactly one of
+    http01 and dns01, and an optional selector."""
+
+    selector: SolverSelectorSpec
+    http01: Http01Spec
+    dns01: Dns01Spec
+
+
+class ExternalAccountBinding(TypedDict, total=False):
+    keyID: str
+    keyAlgorithm: str  # HS256 (default), HS384, HS512
+    keySecretRef: SecretKeySelector
+    # Inline key: the validator moves it into a Secret (keySecretRef), but the account
+    # code still reads one from a spec that has it.
+    hmacKey: str
+
+
+class AcmeIssuerSpec(TypedDict, total=False):
+    """`spec.acme`. `server` is required by validation (left out only when given as null)."""
+
+    server: str
+    email: str
+    privateKeySecretRef: SecretKeySelector
+    caBundle: str  # base64 of PEM
+    skipTLSVerify: bool
+    enableDurationFeature: bool
+    profile: str
+    preferredChain: str
+    externalAccountBinding: ExternalAccountBinding
+    solvers: list[SolverSpec]
+
+
+class CaIssuerSpec(TypedDict, total=False):
+    """`spec.ca`; `generate` and `commonName` are extensions (make the CA key pair)."""
+
+    secretName: str
+    generate: bool
+    commonName: str
+    maxDuration: str
+
+
+class SelfSignedIssuerSpec(TypedDict, total=False):
+    maxDuration: str
+
+
+class ApprovalRules(TypedDict, total=False):
+    """`approvalPolicy.rules`: every configured check must pass (issuance.approval.checks)."""
+
+    allowedSignerNames: list[str]
+    requesterPattern: str
+    dnsSanRegex: str
+    commonNameMustMatchRequester: bool
+    requireDnsResolvesToIps: bool
+    maxDnsSans: int
+    ipSanCidrs: list[str]
+    maxExpirationSeconds: int
+
+
+class DenyRule(TypedDict, total=False):
+    """One of `approvalPolicy.deny`: a request matching all its conditions is denied."""
+
+    name: Required[str]
+    message: str
+    signerNames: list[str]
+    groups: list[str]
+    requesterPattern: str
+    commonNamePattern: str
+    dnsSanRegex: str
+    ipSanCidrs: list[str]
+    expirationSecondsAbove: int
+
+
+class ApprovalPolicy(TypedDict, total=False):
+    autoApprove: str  # owned (default), all, none
+    rules: ApprovalRules
+    deny: list[DenyRule]
+
+
+# The block of an Issuer's kind (`Issuer.kind_spec`).
+IssuerKindSpec = AcmeIssuerSpec | CaIssuerSpec | SelfSignedIssuerSpec
+
+
+class IssuerSpec(TypedDict, total=False):
+    """An Issuer's spec: exactly one of acme, ca and selfSigned (`Issuer.kind` says which)."""
+
+    acme: AcmeIssuerSpec
+    ca: CaIssuerSpec
+    selfSigned: SelfSignedIssuerSpec
+    approvalPolicy: ApprovalPolicy
+
+
+# -- CertificateRequest ---------------------------------------------------------------------
+
+
+class RequestRequester(TypedDict):
+    """Who made a Certificate's own request (the certificates controller)."""
+
+    username: str
+    source: str
+
+
+class KubeCsrRef(TypedDict):
+    """The Kubernetes CertificateSigningRequest a request mirrors."""
+
+    name: str
+    uid: str
+
+
+class CertificateRequestSpec(TypedDict, total=False):
+    """A CertificateRequest's spec (immutable). The client's part is validated
+    (`validate_request_spec`); the rest is set by the server from who asked."""
+
+    request: str  # PEM CSR
+    issuerRef: IssuerRef
+    duration: str
+    usages: list[str]
+    isCA: bool
+    expirationSeconds: int
+    # Set by the server: bootstrap clients and mirrored Kubernetes CSRs.
+    username: str
+    groups: list[str]
+    signerName: str
+    uid: str
+    extra: dict[str, Any]  # the Kubernetes CSR's spec.extra, as given
+    kubernetes: KubeCsrRef
+    # A Certificate's own request.
+    requester: RequestRequester
+
+
+# -- Order ----------------------------------------------------------------------------------
+
+
+class OrderSpec(TypedDict):
+    """An Order's spec (immutable), made from its request's CSR (`issuers/acme.py`)."""
+
+    request: str  # the CertificateRequest's name
+    issuerRef: IssuerRef
+    dnsNames: list[str]
+    commonName: str
+    ipAddresses: list[str]
+    duration: NotRequired[str]
+    profile: NotRequired[str]
+
+
+class AuthorizationChallenge(TypedDict):
+    """A challenge the CA offers in an authorization, as the CA sent it (None if not)."""
+
+    type: str | None
+    url: str | None
+    token: str | None
+    status: str | None
+
+
+class OrderAuthorization(TypedDict, total=False):
+    """One of `Order.authorizations`: the URL from the ACME order, the rest once read."""
+
+    url: Required[str]
+    identifier: str
+    identifierType: str
+    wildcard: bool
+    status: str
+    expires: str
+    challenges: list[AuthorizationChallenge]
+    error: str  # the CA's problem, as a reason; "" when none
+
+
+class Restart(TypedDict):
+    """One of `Order.restarts`: an ACME order given up because the CA had an outage
+    meanwhile (controllers/order_retry.py)."""
+
+    url: str
+    state: str
+    reason: str
+    failedAt: str  # ISO 8601
+    outage: str
+
+
+# -- Challenge ------------------------------------------------------------------------------
+
+
+class ChallengeSpec(TypedDict):
+    """A Challenge's spec (immutable), made by the orders controller."""
+
+    authorizationURL: str
+    url: str
+    dnsName: str  # without `*.`
+    wildcard: bool
+    type: str  # http-01, dns-01
+    token: str
+    key: str  # HTTP-01: the key authorization; DNS-01: the TXT value
+    solver: SolverSpec
+    issuerRef: IssuerRef
+
+
+# -- statuses the API works out when asked ---------------------------------------------------
+
+
+class AcmeServerStatus(TypedDict):
+    """An ACME Issuer's `status.ca`: does its server answer (issuance/api/issuers.py)."""
+
+    server: str
+    reachable: bool
+    unreachableSince: datetime | None
+    lastError: str
+    failedRequests: int
+    nextProbeAt: datetime | None
+
+
+class CaUnreachable(TypedDict):
+    """A Certificate's `status.caUnreachable`: its issuer's ACME server does not answer."""
+
+    server: str
+    since: str  # ISO 8601, as the API writes times
+    error: str
+    reason: str
+
+
+# -- approval -------------------------------------------------------------------------------
+
+
+class PolicyCheck(TypedDict):
+    name: str
+    passed: bool
+    detail: str
+
+
+class PolicyEvaluation(TypedDict):
+    """`CertificateRequest.policy_checks`: the approval policy's last verdict."""
+
+    outcome: str  # approve, deny, pending
+    reason: str
+    rule: str  # the deny rule that decided a denial
+    checks: list[PolicyCheck]
+    evaluatedAt: str  # ISO 8601
