@@ -143,3 +143,8 @@ def test_the_acme_protocol_package_never_reaches_the_models(module: str) -> None
 def test_the_worker_package_itself_imports_nothing() -> None:
     # So that importing the wake-up interface does not load the loop and the controllers.
     assert imports_of("issuance.worker") == frozenset()
+
+
+def test_the_json_shapes_import_nothing_from_the_project() -> None:
+    # Models, the ACME protocol package and the bypasses all use them.
+    assert imports_of("issuance.shapes") == frozenset()
