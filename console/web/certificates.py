@@ -1,4 +1,5 @@
-"""Certificate list (search, filter, paging), detail (status, chain, timeline), force-renew, new."""
+"""Certificate list (search, filter, paging), detail (status, chain, timeline), force-renew,
+revoke (with a confirmation page), new."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from console.web.access import operator_required, render_page, role_flags, viewer_required
 from console.web.dashboard import ChallengeStep, challenge_step
-from console.web.forms import CertificateFilterForm, NewCertificateForm
+from console.web.forms import CertificateFilterForm, NewCertificateForm, RevokeForm
 from issuance import actions
 from issuance.controllers.acme import health
 from issuance.models import (
@@ -188,6 +189,27 @@ def force_renew(request: HttpRequest, name: str) -> HttpResponse:
     else:
         messages.success(request, f"Renewal of {cert.name} requested.")
     return redirect("web:certificate-detail", name=cert.name)
+
+
+@operator_required
+def revoke(request: HttpRequest, name: str) -> HttpResponse:
+    """GET: the confirmation step (what is revoked, where, what follows; the reason).
+    POST (CSRF-checked): revoke through issuance.actions, as the API and certctl do."""
+    cert = _get_certificate(name)
+    form = RevokeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            actions.revoke(cert, form.cleaned_data["reason"], actor=request.user.get_username())
+        except actions.ActionError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(
+                request, f"Revocation of {cert.name} requested; a new key will be issued."
+            )
+        return redirect("web:certificate-detail", name=cert.name)
+    secret, info = _stored_cert(cert)
+    context = {"cert": cert, "form": form, "info": info, "secret": secret}
+    return render_page(request, "console/certificates/revoke.html", context)
 
 
 @operator_required
