@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from django.db import transaction
 from django.utils import timezone
 
-from issuance import actions, events
+from issuance import actions, events, faults
 from issuance.acme.errors import AcmeProblemError
 from issuance.controllers.acme.accounts import client_for
 from issuance.controllers.base import Result
@@ -51,6 +51,7 @@ def reconcile(revocation: Revocation) -> Result:
     except AcmeProblemError as exc:
         _finish(revocation, RevocationState.FAILED, f"the CA refused: {exc.describe()}")
         return Result.done()
+    faults.checkpoint("revocation-after-ca-call")
     note = f"signed with {signed_by}" + ("" if fresh else "; the CA had already revoked it")
     _finish(revocation, RevocationState.REVOKED, note)
     return Result.done()

@@ -74,9 +74,7 @@ def test_crl_lists_the_revoked_certificate_for_openssl(
     web, other = issued("web", ca), issued("other", ca)
     revoked_leaf, other_leaf = leaf_pem(web), leaf_pem(other)
     # The issuer's CRL URL is in what it signs.
-    points = load_leaf(revoked_leaf).extensions.get_extension_for_class(
-        x509.CRLDistributionPoints
-    )
+    points = load_leaf(revoked_leaf).extensions.get_extension_for_class(x509.CRLDistributionPoints)
     assert [p.full_name[0].value for p in points.value] == [CRL_URL]  # type: ignore[index]
 
     answer = revoke_api(api(role_users["operator"]), "web", {"reason": "keyCompromise"})
@@ -259,4 +257,3 @@ def test_crl_distribution_point_accepted() -> None:
     spec = {"ca": {"secretName": "s", "crlDistributionPoint": CRL_URL}}
     plan = validate_issuer_spec("ca", spec, lookups=False)
     assert plan.spec["ca"]["crlDistributionPoint"] == CRL_URL
-
