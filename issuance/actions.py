@@ -82,8 +82,12 @@ def revoke(certificate: Certificate, reason: str, actor: str) -> Revocation:
                 f"Certificate {cert.name} is self-signed: there is no CA to revoke it at "
                 "(delete or renew it instead)"
             )
-        existing = Revocation.objects.filter(issuer=issuer, serial=info.serial_number).first()
-        if existing is not None:
+        existing = (
+            Revocation.objects.select_for_update()
+            .filter(issuer=issuer, serial=info.serial_number)
+            .first()
+        )
+        if existing is not None and existing.state != RevocationState.FAILED:
             raise ActionError(
                 f"serial {info.serial_number} of {cert.name} is already {existing.state.lower()}"
                 f" ({existing.reason}, by {existing.requested_by or '?'})"
@@ -106,6 +110,9 @@ def revoke(certificate: Certificate, reason: str, actor: str) -> Revocation:
             revoked_at=None if acme else now,
             due_at=now if acme else None,
         )
+        if existing is not None:
+            # The CA refused last time: the same row (one per serial, ever) is asked again.
+            revocation.pk = existing.pk
         try:
             with transaction.atomic():
                 revocation.save()

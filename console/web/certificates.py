@@ -26,6 +26,7 @@ from issuance.models import (
     Event,
     Issuer,
     Order,
+    Revocation,
     Secret,
 )
 from issuance.pki.x509 import CertInfo, cert_info
@@ -135,6 +136,9 @@ def _part_context(cert: Certificate, part: str) -> dict[str, Any]:
             "secret": secret,
             "info": info,
             "outage": health.outage_of_issuer(cert.issuer_id),
+            "revocations": list(
+                Revocation.objects.filter(certificate=cert).order_by("-requested_at", "-id")[:3]
+            ),
         }
     if part == "chain":
         return {"cert": cert, "chain": _chain(cert)}

@@ -223,6 +223,9 @@ def test_page_button_confirmation_and_csrf(ca: Issuer, role_users: dict[str, Use
     revocation = Revocation.objects.get()
     assert (revocation.reason, revocation.requested_by) == ("cessationOfOperation", "operator")
     assert revocation.state == "Revoked"
+    shown = operator.get("/certificates/web/").content.decode()
+    assert "Revocations" in shown
+    assert revocation.serial in shown
 
 
 def test_certctl_revoke(ca: Issuer) -> None:
