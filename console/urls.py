@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from console.metrics import metrics_view
+from issuance.issuers.crl import crl_view
 from issuance.solvers.http01_views import acme_challenge
 
 # 503 for errors that mean the database is unavailable (console.unavailable).
@@ -12,6 +13,8 @@ handler500 = "console.unavailable.server_error"
 
 urlpatterns = [
     path(".well-known/acme-challenge/<str:token>", acme_challenge, name="acme-challenge"),
+    # Public, like the HTTP-01 answers: relying parties fetch CRLs without an account.
+    path("crl/<str:name>.crl", crl_view, name="crl"),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),
     path("api/v1/bootstrap/", include("issuance.bootstrap.urls")),

@@ -1,13 +1,28 @@
-"""What people do to resources (API, CLI and web UI all call these): renew, approve, deny."""
+"""What people do to resources (API, CLI and web UI all call these): renew, revoke, approve,
+deny."""
 
 from __future__ import annotations
 
-from django.db import DEFAULT_DB_ALIAS, transaction
+from datetime import datetime
+
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
 from django.utils import timezone
 
 from issuance import events
 from issuance.fastpaths.model_save import save_where
-from issuance.models import Approval, Certificate, CertificateRequest, Event
+from issuance.models import (
+    REASONS,
+    Approval,
+    Certificate,
+    CertificateRequest,
+    Event,
+    Issuer,
+    IssuerKind,
+    Revocation,
+    RevocationState,
+    Secret,
+)
+from issuance.pki.x509 import cert_info
 from issuance.worker.wakeup import wake
 
 
@@ -33,6 +48,125 @@ def force_renew(certificate: Certificate, actor: str) -> Certificate:
     )
     wake(cert)
     return cert
+
+
+def revoke(certificate: Certificate, reason: str, actor: str) -> Revocation:
+    """Revoke the certificate's issued leaf with an RFC 5280 reason, then renew with a new key.
+
+    ACME issuers: the revokeCert call is made by the worker (controllers/revocations.py),
+    not here: a web request must not wait on a CA that may be slow, paused or down, and the
+    worker retries temporary failures and, after a crash, repeats the call (the CA's
+    alreadyRevoked counts as done), so a revocation asked for is neither lost nor sent
+    twice from two places. The row is stored (Pending) and woken in one transaction.
+    CA issuers: nothing outside to call: the revocation is recorded (Revoked) and the CRL
+    at /crl/<issuer>.crl lists it; the renewal is requested at once.
+    """
+    if reason not in REASONS:
+        raise ValueError(f"reason must be one of {', '.join(REASONS)}")
+    with transaction.atomic():
+        cert = (
+            Certificate.objects.select_for_update().select_related("issuer").get(pk=certificate.pk)
+        )
+        secret = Secret.objects.filter(name=cert.secret_name).first()
+        if secret is None or not secret.tls_crt:
+            raise ActionError(f"Certificate {cert.name} has no issued certificate to revoke")
+        try:
+            info = cert_info(secret.tls_crt)
+        except ValueError as exc:
+            raise ActionError(
+                f"the stored certificate of {cert.name} is unreadable: {exc}"
+            ) from None
+        issuer = _issuer_of(cert)
+        if issuer.kind == IssuerKind.SELF_SIGNED:
+            raise ActionError(
+                f"Certificate {cert.name} is self-signed: there is no CA to revoke it at "
+                "(delete or renew it instead)"
+            )
+        existing = (
+            Revocation.objects.select_for_update()
+            .filter(issuer=issuer, serial=info.serial_number)
+            .first()
+        )
+        if existing is not None and existing.state != RevocationState.FAILED:
+            raise ActionError(
+                f"serial {info.serial_number} of {cert.name} is already {existing.state.lower()}"
+                f" ({existing.reason}, by {existing.requested_by or '?'})"
+            )
+        now = timezone.now()
+        acme = issuer.kind == IssuerKind.ACME
+        revocation = Revocation(
+            issuer=issuer,
+            certificate=cert,
+            certificate_name=cert.name,
+            serial=info.serial_number,
+            reason=reason,
+            not_after=info.not_after,
+            certificate_pem=secret.tls_crt if acme else "",
+            # The Secret's own ciphertext: the key stays encrypted at rest, as in the Secret.
+            key_ciphertext=secret.tls_key_ciphertext if acme and reason == "keyCompromise" else "",
+            state=RevocationState.PENDING if acme else RevocationState.REVOKED,
+            requested_by=actor,
+            requested_at=now,
+            revoked_at=None if acme else now,
+            due_at=now if acme else None,
+        )
+        if existing is not None:
+            # The CA refused last time: the same row (one per serial, ever) is asked again.
+            revocation.pk = existing.pk
+        try:
+            with transaction.atomic():
+                revocation.save()
+        except IntegrityError:
+            raise ActionError(
+                f"serial {info.serial_number} of {cert.name} is already being revoked"
+            ) from None
+        where = f"at {issuer.name}" if acme else f"in the CRL of {issuer.name}"
+        events.record(
+            "Certificate",
+            cert.name,
+            "RevocationRequested" if acme else "Revoked",
+            f"Revocation of serial {info.serial_number} ({reason}) "
+            + ("requested " + where if acme else "recorded " + where),
+            type_=Event.WARNING,
+            actor=actor,
+            certificate_name=cert.name,
+        )
+        if acme:
+            wake(revocation)
+        else:
+            renew_after_revocation(cert, actor, now)
+    return revocation
+
+
+def renew_after_revocation(cert: Certificate, actor: str, now: datetime) -> None:
+    """A forced renewal whose key is new: the current Secret's key is never reused, even with
+    rotationPolicy Never (controllers/issuing.py checks the Revocation rows); a next key
+    stored before the revocation is dropped unless a request was already made with it."""
+    cert.renew_requested_at = now
+    cert.renew_requested_by = actor
+    cert.save(update_fields=["renew_requested_at", "renew_requested_by", "updated_at"])
+    events.record(
+        "Certificate",
+        cert.name,
+        "ManuallyTriggered",
+        "Renewal with a new private key requested after revocation",
+        actor=actor,
+        certificate_name=cert.name,
+    )
+    wake(cert)
+
+
+def _issuer_of(cert: Certificate) -> Issuer:
+    """The issuer that signed the current revision (the spec's issuerRef may have moved)."""
+    if cert.revision is not None:
+        request = (
+            CertificateRequest.objects.filter(certificate=cert, revision=cert.revision)
+            .select_related("issuer")
+            .first()
+        )
+        if request is not None:
+            return request.issuer
+    return cert.issuer
 
 
 DECISION_FIELDS = ("approval", "decided_by", "decided_at", "conditions", "updated_at")

@@ -192,6 +192,7 @@ class CaIssuerSpec(TypedDict, total=False):
     generate: bool
     commonName: str
     maxDuration: str
+    crlDistributionPoint: str
 
 
 class SelfSignedIssuerSpec(TypedDict, total=False):

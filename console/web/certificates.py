@@ -1,4 +1,5 @@
-"""Certificate list (search, filter, paging), detail (status, chain, timeline), force-renew, new."""
+"""Certificate list (search, filter, paging), detail (status, chain, timeline), force-renew,
+revoke (with a confirmation page), new."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from console.web.access import operator_required, render_page, role_flags, viewer_required
 from console.web.dashboard import ChallengeStep, challenge_step
-from console.web.forms import CertificateFilterForm, NewCertificateForm
+from console.web.forms import CertificateFilterForm, NewCertificateForm, RevokeForm
 from issuance import actions
 from issuance.controllers.acme import health
 from issuance.models import (
@@ -25,6 +26,7 @@ from issuance.models import (
     Event,
     Issuer,
     Order,
+    Revocation,
     Secret,
 )
 from issuance.pki.x509 import CertInfo, cert_info
@@ -134,6 +136,9 @@ def _part_context(cert: Certificate, part: str) -> dict[str, Any]:
             "secret": secret,
             "info": info,
             "outage": health.outage_of_issuer(cert.issuer_id),
+            "revocations": list(
+                Revocation.objects.filter(certificate=cert).order_by("-requested_at", "-id")[:3]
+            ),
         }
     if part == "chain":
         return {"cert": cert, "chain": _chain(cert)}
@@ -188,6 +193,27 @@ def force_renew(request: HttpRequest, name: str) -> HttpResponse:
     else:
         messages.success(request, f"Renewal of {cert.name} requested.")
     return redirect("web:certificate-detail", name=cert.name)
+
+
+@operator_required
+def revoke(request: HttpRequest, name: str) -> HttpResponse:
+    """GET: the confirmation step (what is revoked, where, what follows; the reason).
+    POST (CSRF-checked): revoke through issuance.actions, as the API and certctl do."""
+    cert = _get_certificate(name)
+    form = RevokeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            actions.revoke(cert, form.cleaned_data["reason"], actor=request.user.get_username())
+        except actions.ActionError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(
+                request, f"Revocation of {cert.name} requested; a new key will be issued."
+            )
+        return redirect("web:certificate-detail", name=cert.name)
+    secret, info = _stored_cert(cert)
+    context = {"cert": cert, "form": form, "info": info, "secret": secret}
+    return render_page(request, "console/certificates/revoke.html", context)
 
 
 @operator_required

@@ -1,4 +1,4 @@
-"""Forms of the console: list filters, approve/deny decisions, a new certificate."""
+"""Forms of the console: list filters, approve/deny decisions, a new certificate, revoke."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from issuance.models import CertificateState, Issuer
+from issuance.models import REASONS, CertificateState, Issuer
 
 KEY_ALGORITHMS = (("ECDSA", "ECDSA P-256"), ("RSA", "RSA 2048"), ("Ed25519", "Ed25519"))
 KEY_SIZES = {"ECDSA": 256, "RSA": 2048}
@@ -73,3 +73,22 @@ class NewCertificateForm(forms.Form):
         if data["duration"]:
             spec["duration"] = data["duration"]
         return spec
+
+
+REVOKE_REASON_HELP = {
+    "unspecified": "no particular reason",
+    "keyCompromise": "the private key leaked or may have (the request is signed with it)",
+    "superseded": "replaced by another certificate",
+    "cessationOfOperation": "the names are no longer served",
+    "affiliationChanged": "the subject's name or organisation changed",
+    "privilegeWithdrawn": "the right to the names was withdrawn",
+}
+
+
+class RevokeForm(forms.Form):
+    """Revoke: an RFC 5280 reason (the same names the API and certctl take)."""
+
+    reason = forms.ChoiceField(
+        choices=[(r, f"{r}: {REVOKE_REASON_HELP.get(r, '')}") for r in REASONS],
+        initial="unspecified",
+    )

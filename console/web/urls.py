@@ -21,6 +21,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("new-certificate/", certificates.certificate_new, name="certificate-new"),
     path("certificates/<str:name>/", certificates.certificate_detail, name="certificate-detail"),
     path("certificates/<str:name>/renew/", certificates.force_renew, name="certificate-renew"),
+    path("certificates/<str:name>/revoke/", certificates.revoke, name="certificate-revoke"),
     path(
         "partials/certificates/",
         certificates.certificate_list_partial,

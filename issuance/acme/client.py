@@ -36,10 +36,11 @@ from josepy.jwk import JWK
 from requests.utils import parse_header_links
 
 from issuance.acme.certs import ari_cert_id, chain_matches, parse_renewal_info
-from issuance.acme.errors import AcmeProblemError, AcmeTemporaryError
+from issuance.acme.errors import ALREADY_REVOKED, AcmeProblemError, AcmeTemporaryError
 from issuance.acme.exchange import NO_RECORD, CaRecord, exchange
 from issuance.acme.jws import Signer, b64
 from issuance.acme.transport import Network
+from issuance.pki.x509 import load_leaf
 
 log = logging.getLogger("issuance.acme")
 
@@ -181,14 +182,15 @@ class AcmeClient:
         action: str,
         accept: str | None = None,
         with_jwk: bool = False,
+        signer: Signer | None = None,
     ) -> requests.Response:
         """A signed POST (payload None = POST-as-GET); `action` labels the metrics.
         Signed with the account URL as kid, or with the bare JWK when `with_jwk`
-        (newAccount, RFC 8555 §6.2)."""
+        (newAccount, RFC 8555 §6.2); with `signer`, by that key's JWK."""
         new_nonce = self._endpoint("newNonce")
-        kid = None if with_jwk else self.account_uri
+        kid = None if with_jwk or signer is not None else self.account_uri
         return self._send(
-            lambda: self._net.signed_post(url, payload, new_nonce, kid, accept),
+            lambda: self._net.signed_post(url, payload, new_nonce, kid, accept, signer),
             url,
             action=action,
         )
@@ -333,6 +335,26 @@ class AcmeClient:
         url = f"{str(base).rstrip('/')}/{ari_cert_id(cert_pem)}"
         response = self._send(lambda: self._net.get(url), url, action="renewal_info")
         return parse_renewal_info(_json(response, url))
+
+    def revoke_cert(self, cert_pem: str, reason: int, cert_key_pem: str = "") -> bool:
+        """revokeCert (RFC 8555 §7.6) for the leaf of `cert_pem` with an RFC 5280 reason code.
+
+        Signed with the account key (kid), or, given `cert_key_pem`, with the certificate's
+        own private key (jwk): the proof a CA wants for keyCompromise. Returns False when
+        the CA says it was already revoked (a repeat after a crash: the wanted outcome);
+        other refusals raise AcmeProblemError.
+        """
+        url = self._endpoint("revokeCert")
+        der = load_leaf(cert_pem).public_bytes(serialization.Encoding.DER)
+        payload = {"certificate": b64(der), "reason": reason}
+        signer = Signer(JWK.load(cert_key_pem.encode())) if cert_key_pem else None
+        try:
+            self.post(url, payload, action="revoke_cert", signer=signer)
+        except AcmeProblemError as exc:
+            if exc.type == ALREADY_REVOKED:
+                return False
+            raise
+        return True
 
 
 def tls_options(acme_spec: Mapping[str, object]) -> TLSOptions:

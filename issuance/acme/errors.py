@@ -22,6 +22,7 @@ RATE_LIMITED = PROBLEM_PREFIX + "rateLimited"
 BAD_NONCE = PROBLEM_PREFIX + "badNonce"
 ACCOUNT_DOES_NOT_EXIST = PROBLEM_PREFIX + "accountDoesNotExist"
 ORDER_NOT_READY = PROBLEM_PREFIX + "orderNotReady"
+ALREADY_REVOKED = PROBLEM_PREFIX + "alreadyRevoked"
 
 
 def problem_type(code_or_type: str | None) -> str:

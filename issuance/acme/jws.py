@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from josepy.interfaces import JSONDeSerializable
-from josepy.jwa import ES256, RS256, JWASignature
+from josepy.jwa import ES256, ES384, ES512, RS256, JWASignature
 from josepy.jwk import JWK, JWKEC
 
 _COMPACT = (",", ":")
@@ -45,12 +45,18 @@ def encode_payload(payload: dict[str, Any] | None) -> str:
     return b64(json.dumps(payload, separators=_COMPACT, default=_jose_default).encode())
 
 
+def _ec_alg(key: JWKEC) -> JWASignature:
+    """ES256 for P-256 account keys; a certificate's own key (revokeCert) may be P-384/521."""
+    size = getattr(getattr(key.key, "curve", None), "key_size", 256)
+    return {384: ES384, 521: ES512}.get(size, ES256)
+
+
 class Signer:
     """Signs requests with one account key (ES256 for EC keys, RS256 for RSA)."""
 
     def __init__(self, key: JWK) -> None:
         self.key = key
-        self.alg: JWASignature = ES256 if isinstance(key, JWKEC) else RS256
+        self.alg: JWASignature = _ec_alg(key) if isinstance(key, JWKEC) else RS256
         # The cryptography key itself: josepy wraps it in ComparableKey, whose attribute
         # forwarding is one more Python call per signature.
         self._private = getattr(key.key, "_wrapped", key.key)

@@ -197,10 +197,12 @@ class Network:
         new_nonce_url: str,
         kid: str | None,
         accept: str | None = None,
+        signer: Signer | None = None,
     ) -> requests.Response:
         """One JWS POST with a nonce from the pool (or a HEAD); keeps the answer's nonce.
-        `kid` None signs with the bare JWK (newAccount)."""
-        data = self.signer.sign(url, self.take_nonce(new_nonce_url), payload, kid)
+        `kid` None signs with the bare JWK (newAccount); `signer` another key than the
+        account's (revokeCert signed with the certificate's own key, RFC 8555 §7.6)."""
+        data = (signer or self.signer).sign(url, self.take_nonce(new_nonce_url), payload, kid)
         headers = self._post_headers
         if accept:
             headers = {**headers, "Accept": accept}

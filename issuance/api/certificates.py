@@ -1,4 +1,4 @@
-"""/api/v1/certificates/: Certificates, force-renew, and the key pair (admin only)."""
+"""/api/v1/certificates/: Certificates, force-renew, revoke, and the key pair (admin only)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from issuance import actions, events
 from issuance.api.common import (
     CertificateWriteSerializer,
     ResourceViewSet,
+    StrictSerializer,
     merge_patch,
     read_write_body,
 )
@@ -30,7 +31,14 @@ from issuance.api.permissions import ADMIN, OPERATOR
 from issuance.api.query import QueryFilter
 from issuance.controllers.acme import health
 from issuance.fastpaths.prebuilt_fields import PrebuiltFieldsMixin
-from issuance.models import Certificate, CertificateState, Secret
+from issuance.models import (
+    REASONS,
+    Certificate,
+    CertificateState,
+    Revocation,
+    RevocationState,
+    Secret,
+)
 from issuance.shapes import CaUnreachable
 from issuance.specs import apply_certificate_ex
 from issuance.specs.certificate import CertificateExists
@@ -103,6 +111,32 @@ class CertificateSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
     status = CertificateStatusSerializer(source="*")
 
 
+class RevokeBodySerializer(StrictSerializer):
+    """Body of revoke: the RFC 5280 reason."""
+
+    reason = serializers.ChoiceField(
+        choices=list(REASONS),
+        help_text="RFC 5280 CRLReason name. keyCompromise: the ACME request is signed with "
+        "the certificate's own key.",
+        error_messages={"invalid_choice": f"must be one of {', '.join(REASONS)}"},
+    )
+
+
+class RevocationSerializer(serializers.Serializer[Any]):
+    """A revocation: Pending until the ACME CA confirmed it (the worker sends it), Revoked,
+    or Failed with the CA's answer in `message`. A CA issuer's is Revoked at once."""
+
+    certificate = serializers.CharField(source="certificate_name")
+    issuer = serializers.CharField(source="issuer.name")
+    serial = serializers.CharField(help_text="lower-case hex")
+    reason = serializers.ChoiceField(choices=list(REASONS))
+    state = serializers.ChoiceField(choices=RevocationState.choices)
+    message = serializers.CharField()
+    requestedBy = serializers.CharField(source="requested_by")
+    requestedAt = serializers.DateTimeField(source="requested_at")
+    revokedAt = serializers.DateTimeField(source="revoked_at", allow_null=True)
+
+
 SecretSerializer = inline_serializer(
     "CertificateSecret",
     {
@@ -125,6 +159,7 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
         "partial_update": OPERATOR,
         "destroy": OPERATOR,
         "renew": OPERATOR,
+        "revoke": OPERATOR,
         "secret": ADMIN,
     }
 
@@ -200,6 +235,23 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
         cert = actions.force_renew(self.get_object(), actor=self.actor())
         cert.refresh_from_db()
         return Response(CertificateSerializer(cert).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=RevokeBodySerializer, responses={202: RevocationSerializer})
+    @action(detail=True, methods=["post"])
+    def revoke(self, request: Request, name: str) -> Response:
+        """Revoke the issued certificate (RFC 5280 reason), then renew it with a new key.
+
+        ACME issuers: the worker sends revokeCert to the CA (state Pending until it
+        answers). CA issuers: recorded at once and listed in /crl/<issuer>.crl. 409 when
+        nothing is issued yet, the certificate is self-signed, or it is already revoked.
+        """
+        body = RevokeBodySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        revocation = actions.revoke(
+            self.get_object(), body.validated_data["reason"], actor=self.actor()
+        )
+        revocation = Revocation.objects.select_related("issuer").get(pk=revocation.pk)
+        return Response(RevocationSerializer(revocation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=SecretSerializer)
     @action(detail=True, methods=["get"])

@@ -37,6 +37,7 @@ from issuance.models import (
     CertificateRequest,
     Event,
     RequestState,
+    Revocation,
     Secret,
     validate_resource_name,
 )
@@ -101,6 +102,7 @@ def prepare_next_key(view: CertView) -> str:
         and reuse is not None
         and secret is not None
         and not key_mismatch(cert, reuse)
+        and not _revoked(view)
     ):
         # The Secret's own ciphertext: one key, one ciphertext, decrypted once per pass.
         cert.next_private_key_ciphertext = secret.tls_key_ciphertext
@@ -116,6 +118,15 @@ def prepare_next_key(view: CertView) -> str:
     cert.set_next_private_key(pem, view.now)
     view.keys.remember(cert.next_private_key_ciphertext, StoredKey.of(pem, key))
     return "Generated"
+
+
+def _revoked(view: CertView) -> bool:
+    """The stored certificate was revoked: its key is not reused (rotationPolicy Never)."""
+    info = view.info
+    return (
+        info is not None
+        and Revocation.objects.filter(certificate=view.cert, serial=info.serial_number).exists()
+    )
 
 
 KEY_EVENTS = {

@@ -42,8 +42,16 @@ def controllers() -> list[Controller]:
         challenges,
         issuers,
         orders,
+        revocations,
     )
-    from issuance.models import Certificate, CertificateRequest, Challenge, Issuer, Order
+    from issuance.models import (
+        Certificate,
+        CertificateRequest,
+        Challenge,
+        Issuer,
+        Order,
+        Revocation,
+    )
 
     return [
         Controller("issuers", Issuer, issuers.reconcile, acme_backoff=True),
@@ -67,6 +75,9 @@ def controllers() -> list[Controller]:
             challenges.reconcile,
             acme_backoff=True,
             related=("issuer", "order__request__certificate"),
+        ),
+        Controller(
+            "revocations", Revocation, revocations.reconcile, acme_backoff=True, related=("issuer",)
         ),
     ]
 

@@ -121,12 +121,19 @@ def sign(request: CertificateRequest) -> SignOutcome:
             now=timezone.now(),
             usages=list(request.typed_spec.get("usages") or []) or _default_usages(),
             is_ca=bool(request.typed_spec.get("isCA")),
+            crl_urls=crl_urls(issuer),
         )
     except (SigningError, CSRError, ValueError) as exc:
         return SignOutcome(SignState.FAILED, reason="SigningError", message=str(exc))
     return SignOutcome(
         SignState.ISSUED, certificate_pem=leaf + "".join(pair.chain), ca_pem=pair.ca_pem
     )
+
+
+def crl_urls(issuer: Issuer) -> list[str]:
+    """`spec.ca.crlDistributionPoint` (validated as an http(s) URL by specs.issuer)."""
+    url = issuer.ca_spec.get("crlDistributionPoint", "")
+    return [url] if url else []
 
 
 def _default_usages() -> list[str]:

@@ -16,12 +16,14 @@ from issuance.models.issuer import Issuer, IssuerKind
 from issuance.models.kubecsr import KubeCSR
 from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
 from issuance.models.owner import certificate_name_of
+from issuance.models.revocation import REASONS, Revocation, RevocationState
 from issuance.models.secret import Secret
 from issuance.models.secretexport import SecretExport
 
 __all__ = [
     "FINAL_CHALLENGE_STATES",
     "FINAL_ORDER_STATES",
+    "REASONS",
     "AcmeServer",
     "Approval",
     "BootstrapToken",
@@ -39,6 +41,8 @@ __all__ = [
     "Order",
     "OrderState",
     "RequestState",
+    "Revocation",
+    "RevocationState",
     "Secret",
     "SecretExport",
     "certificate_name_of",

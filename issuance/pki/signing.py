@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from issuance.pki.crl import distribution_points
 from issuance.pki.csr import load_csr
 
 # notBefore is moved back this much, so clocks a little behind still accept the certificate.
@@ -47,8 +48,13 @@ def sign_csr(
     now: datetime,
     usages: Sequence[str] = DEFAULT_USAGES,
     is_ca: bool = False,
+    crl_urls: Sequence[str] = (),
 ) -> str:
-    """Sign; `issuer_cert_pem=None` means self-signed (subject = issuer, signer = CSR key)."""
+    """Sign; `issuer_cert_pem=None` means self-signed (subject = issuer, signer = CSR key).
+
+    `crl_urls`: where relying parties fetch the issuer's CRL (a CA issuer's
+    `crlDistributionPoint`), written as the CRL Distribution Points extension.
+    """
     csr = load_csr(csr_pem)
     not_before = now - BACKDATE
     not_after = now + duration
@@ -96,6 +102,8 @@ def sign_csr(
     ext = [_EXTENDED[u] for u in sorted(usage_set) if u in _EXTENDED]
     if ext:
         builder = builder.add_extension(x509.ExtendedKeyUsage(ext), critical=False)
+    if crl_urls:
+        builder = builder.add_extension(distribution_points(crl_urls), critical=False)
     algorithm = None if isinstance(signer_key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
     cert = builder.sign(signer_key, algorithm)  # type: ignore[arg-type]
     return cert.public_bytes(serialization.Encoding.PEM).decode()

@@ -34,7 +34,14 @@ from issuance.shapes import ApprovalPolicy, CaIssuerSpec, IssuerSpec, SelfSigned
 from issuance.specs.acme import validate_acme
 from issuance.specs.certificate import check_name
 from issuance.specs.errors import Errors
-from issuance.specs.fields import check_object, opt_bool, opt_duration, opt_resource_name, opt_str
+from issuance.specs.fields import (
+    check_object,
+    https_url,
+    opt_bool,
+    opt_duration,
+    opt_resource_name,
+    opt_str,
+)
 from issuance.specs.outcome import Applied, Outcome, changed_fields
 from issuance.specs.secrets import TLS, SecretWrite, owner_conflict, secret_exists, store
 from issuance.worker.wakeup import wake
@@ -45,7 +52,10 @@ UNSUPPORTED_KINDS = {
     "venafi": "only acme, ca and selfSigned issuers are supported",
 }
 CA_UNSUPPORTED = {
-    "crlDistributionPoints": "CRLs are not published",
+    "crlDistributionPoints": (
+        "use crlDistributionPoint: one http(s) URL, e.g. https://<console>/crl/<issuer>.crl, "
+        "where this console serves the issuer's CRL"
+    ),
     "ocspServers": "OCSP is not served",
     "issuingCertificateURLs": "AIA issuing certificate URLs are not added",
 }
@@ -141,7 +151,15 @@ def _inline_ca(
 def _ca(
     value: Any, path: str, errors: Errors, issuer: str, plan: IssuerPlan, lookups: bool
 ) -> CaIssuerSpec | None:
-    allowed = ("secretName", "maxDuration", "generate", "commonName", "certificate", "privateKey")
+    allowed = (
+        "secretName",
+        "maxDuration",
+        "generate",
+        "commonName",
+        "certificate",
+        "privateKey",
+        "crlDistributionPoint",
+    )
     obj = check_object(value, path, errors, allowed, hints=CA_UNSUPPORTED)
     if obj is None:
         return None
@@ -181,6 +199,11 @@ def _ca(
     max_duration = opt_duration(obj, "maxDuration", path, errors)
     if max_duration:
         out["maxDuration"] = max_duration[0]
+    crl_url = opt_str(obj, "crlDistributionPoint", path, errors, max_len=1024)
+    if crl_url and https_url(crl_url, f"{path}.crlDistributionPoint", errors, allow_http=True):
+        # Written into every certificate this issuer signs (issuers/ca.py); plain http is
+        # allowed, as CRLs are signed and usually fetched over http (RFC 5280 §4.2.1.13).
+        out["crlDistributionPoint"] = crl_url
     return out
 
 

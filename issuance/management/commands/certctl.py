@@ -1,4 +1,4 @@
-"""`manage.py certctl status|renew|approve|deny|inspect NAME`: a cmctl for this console."""
+"""`manage.py certctl status|renew|revoke|approve|deny|inspect NAME`: a cmctl for this console."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from issuance import actions
 from issuance.cli import describe
-from issuance.models import Certificate, CertificateRequest
+from issuance.models import REASONS, Certificate, CertificateRequest
 
 
 def _actor(options: dict[str, Any]) -> str:
@@ -27,6 +27,12 @@ class Command(BaseCommand):
         renew = sub.add_parser("renew", help="force renewal now, bypassing backoff")
         renew.add_argument("names", nargs="+", metavar="NAME")
         renew.add_argument("--as", dest="as_user", help="who to record as the actor")
+        revoke = sub.add_parser(
+            "revoke", help="revoke the issued certificate, then renew it with a new key"
+        )
+        revoke.add_argument("name")
+        revoke.add_argument("--reason", required=True, choices=REASONS, help="RFC 5280 reason name")
+        revoke.add_argument("--as", dest="as_user", help="who to record as the actor")
         for verb in ("approve", "deny"):
             p = sub.add_parser(verb, help=f"{verb} a pending CertificateRequest")
             p.add_argument("name")
@@ -58,6 +64,21 @@ class Command(BaseCommand):
         for cert in certs:
             actions.force_renew(cert, _actor(options))
             self.stdout.write(f"Manually triggered issuance of Certificate {cert.name}")
+
+    def do_revoke(self, options: dict[str, Any]) -> None:
+        cert = Certificate.objects.select_related("issuer").filter(name=options["name"]).first()
+        if cert is None:
+            raise CommandError(f"certificate not found: {options['name']}")
+        try:
+            revocation = actions.revoke(cert, options["reason"], _actor(options))
+        except actions.ActionError as exc:
+            raise CommandError(str(exc)) from None
+        where = "the worker sends it to the CA" if revocation.state == "Pending" else "in the CRL"
+        self.stdout.write(
+            f"Revocation of Certificate {cert.name} (serial {revocation.serial}, "
+            f"{revocation.reason}) {revocation.state.lower()}: {where}; renewal with a new key"
+            " follows"
+        )
 
     def do_approve(self, options: dict[str, Any]) -> None:
         self._decide(options, actions.approve, "approved")
