@@ -7,6 +7,7 @@ from typing import Any
 from issuance.models import Challenge, ChallengeType
 from issuance.solvers.base import Solver, SolverConfigError
 from issuance.solvers.http01 import Http01Solver
+from issuance.solvers.lexicon_dns import solver_for_dns01
 from issuance.solvers.rfc2136 import Rfc2136Solver
 from issuance.solvers.webhook import WebhookSolver
 
@@ -31,4 +32,7 @@ def solver_for(challenge: Challenge) -> Solver:
     webhook = _section(dns01, "webhook")
     if webhook is not None:
         return WebhookSolver(webhook)
-    raise SolverConfigError("dns01 solver needs one of: rfc2136, webhook")
+    lexicon = solver_for_dns01(dns01)
+    if lexicon is not None:
+        return lexicon
+    raise SolverConfigError("dns01 solver needs a provider: rfc2136, webhook or lexicon")
