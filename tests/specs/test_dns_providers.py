@@ -242,3 +242,39 @@ def test_tldextract_is_offline() -> None:
     _offline_tldextract()
     assert tld.TLD_EXTRACTOR.suffix_list_urls == ()
     assert tld.extract("www.example.co.uk").suffix == "co.uk"  # the bundled snapshot
+
+
+def test_provider_http_calls_get_a_timeout() -> None:
+    """lexicon's providers call requests without a timeout; inside http_timeout each call
+    gets HTTP_TIMEOUT (seen at the connection, no network needed), outside nothing changes."""
+    import requests
+    from requests.adapters import HTTPAdapter
+
+    from issuance.solvers.lexicon_dns import HTTP_TIMEOUT, http_timeout
+
+    seen: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    class Connection:
+        def urlopen(self, **kwargs: Any) -> Any:
+            seen.append(kwargs["timeout"])
+            raise Stop
+
+    class Recording(HTTPAdapter):
+        def get_connection_with_tls_context(self, *args: Any, **kwargs: Any) -> Any:
+            return Connection()
+
+    session = requests.Session()
+    session.mount("http://", Recording())
+    with http_timeout(), pytest.raises(Stop):
+        session.get("http://provider.invalid/zones")
+    with pytest.raises(Stop):
+        session.get("http://provider.invalid/zones")
+    with http_timeout(), pytest.raises(Stop):
+        session.get("http://provider.invalid/zones", timeout=3)
+    inside, outside, explicit = seen
+    assert (inside.connect_timeout, inside.read_timeout) == HTTP_TIMEOUT
+    assert outside.connect_timeout is None and outside.read_timeout is None
+    assert explicit.connect_timeout == 3
