@@ -27,7 +27,10 @@ def solver_summary(issuer: Issuer) -> list[str]:
             kind = "HTTP-01"
         elif "dns01" in solver:
             dns01 = solver.get("dns01") or {}
-            provider = next(iter(dns01), "") if isinstance(dns01, dict) else ""
+            keys = [k for k in dns01 if k != "cnameStrategy"] if isinstance(dns01, dict) else []
+            provider = keys[0] if keys else ""
+            if provider == "lexicon" and isinstance(dns01[provider], dict):
+                provider = f"lexicon: {dns01[provider].get('provider', '?')}"
             kind = f"DNS-01 ({provider})" if provider else "DNS-01"
         else:
             kind = "unknown"

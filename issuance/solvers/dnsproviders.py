@@ -218,9 +218,17 @@ def provider_options(provider: str) -> frozenset[str]:
     return frozenset(action.dest for action in parser._actions)
 
 
+# Credentials that do not follow lexicon's auth_* convention (ionos, qcloud).
+SECRET_OPTIONS = frozenset({"api_key", "secret_id", "secret_key"})
+# auth_* options that are identifiers, not secrets (cloudflare's e-mail, azure's app id).
+PLAIN_AUTH_OPTIONS = frozenset({"auth_username", "auth_client_id"})
+
+
 def is_secret_option(option: str) -> bool:
-    """Options that are credentials by lexicon's convention (they belong in the Secret)."""
-    return option.startswith("auth_") and option not in ("auth_username", "auth_client_id")
+    """Options that are credentials (they belong in the Secret, never in the spec)."""
+    if option in PLAIN_AUTH_OPTIONS:
+        return False
+    return option.startswith("auth_") or option in SECRET_OPTIONS
 
 
 def provider_problem(provider: str) -> str | None:

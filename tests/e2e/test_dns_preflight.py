@@ -148,6 +148,7 @@ def test_test_dns_on_the_issuer_page(at_pdns: PowerDnsServer, role_users: Any) -
     client.force_login(role_users["operator"])
     page = client.get("/issuers/").content.decode()
     assert 'action="/issuers/pdns-ok/test-dns/"' in page and "not run yet" in page
+    assert "DNS-01 (lexicon: powerdns): default" in page
 
     response = client.post("/issuers/pdns-ok/test-dns/", {"dns_name": "www.example.test"})
     assert response.status_code == 302

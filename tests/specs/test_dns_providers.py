@@ -185,6 +185,11 @@ def test_route53_maps_access_keys_and_zone() -> None:
             "dns01.lexicon.credentialsSecretRef.key",
             "every key of the Secret",
         ),
+        (
+            {"lexicon": {"provider": "ionos", "api_key": "s3cret"}},
+            "dns01.lexicon.api_key",
+            "credentialsSecretRef",
+        ),
         ({"lexicon": {"provider": "powerdns", "ttl": 0}}, "dns01.lexicon.ttl", "at least 1"),
         ({"cloudflare": {}, "webhook": {"url": "http://x"}}, "dns01", "exactly one provider"),
     ],
