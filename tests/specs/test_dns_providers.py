@@ -283,3 +283,21 @@ def test_provider_http_calls_get_a_timeout() -> None:
     assert (inside.connect_timeout, inside.read_timeout) == HTTP_TIMEOUT
     assert outside.connect_timeout is None and outside.read_timeout is None
     assert explicit.connect_timeout == 3
+
+
+@pytest.mark.django_db
+def test_applied_inline_credentials_are_stored_encrypted_and_never_shown() -> None:
+    from issuance.models import Event, Issuer, Secret
+    from issuance.solvers.lexicon_dns import read_secret_data
+    from issuance.specs import apply_issuer
+
+    spec = solvers_spec(
+        {"lexicon": {"provider": "digitalocean", "credentials": {"auth_token": "tok-s3cret"}}}
+    )
+    apply_issuer("lex", spec, actor="tester")
+    issuer = Issuer.objects.get(name="lex")
+    assert "tok-s3cret" not in json.dumps(issuer.spec)
+    stored = Secret.objects.get(name="lex-dns-0")
+    assert "tok-s3cret" not in stored.tls_key_ciphertext
+    assert read_secret_data("lex-dns-0") == {"auth_token": "tok-s3cret"}
+    assert not any("tok-s3cret" in e.message for e in Event.objects.all())
