@@ -147,9 +147,18 @@ class WebhookSpec(TypedDict, total=False):
 
 
 class Dns01Spec(TypedDict, total=False):
+    """Exactly one provider block: rfc2136, webhook, lexicon, or one of cert-manager's
+    blocks mapped onto a lexicon provider (their options: issuance/specs/dns_providers.py)."""
+
     cnameStrategy: str
     rfc2136: Rfc2136Spec
     webhook: WebhookSpec
+    lexicon: dict[str, Any]
+    cloudflare: dict[str, Any]
+    route53: dict[str, Any]
+    digitalocean: dict[str, Any]
+    azureDNS: dict[str, Any]
+    cloudDNS: dict[str, Any]
 
 
 class SolverSpec(TypedDict, total=False):

@@ -133,6 +133,7 @@ def _part_context(cert: Certificate, part: str) -> dict[str, Any]:
             "cert": cert,
             "ready": cert.get_condition("Ready"),
             "issuing": cert.get_condition("Issuing"),
+            "dns_preflight": cert.get_condition("DNSPreflight"),
             "secret": secret,
             "info": info,
             "outage": health.outage_of_issuer(cert.issuer_id),

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
-from console.web.access import render_page, viewer_required
-from issuance.controllers.acme import health
+from console.web.access import operator_required, render_page, viewer_required
+from issuance.controllers.acme import dns_preflight, health
 from issuance.models import Issuer
+from issuance.specs.names import dns_name_problem
 
 
 def solver_summary(issuer: Issuer) -> list[str]:
@@ -23,8 +26,11 @@ def solver_summary(issuer: Issuer) -> list[str]:
         if "http01" in solver:
             kind = "HTTP-01"
         elif "dns01" in solver:
-            dns01 = solver.get("dns01") or {}
-            provider = next(iter(dns01), "") if isinstance(dns01, dict) else ""
+            dns01 = solver.get("dns01", {})
+            keys = [k for k in dns01 if k != "cnameStrategy"]
+            provider = keys[0] if keys else ""
+            if provider == "lexicon":
+                provider = f"lexicon: {dns01.get('lexicon', {}).get('provider', '?')}"
             kind = f"DNS-01 ({provider})" if provider else "DNS-01"
         else:
             kind = "unknown"
@@ -45,7 +51,13 @@ def _context() -> dict[str, Any]:
         "issuers": [
             (i, i.get_condition("Ready"), solver_summary(i), health.outage_of_issuer(i.pk))
             for i in issuers
-        ]
+        ],
+        # Issuers offering "Test DNS" (ACME with a dns01 solver), with the last preflight.
+        "dns_preflight": [
+            (i.name, i.get_condition(dns_preflight.CONDITION))
+            for i in issuers
+            if i.kind == "acme" and dns_preflight.uses_dns01(i)
+        ],
     }
 
 
@@ -57,3 +69,25 @@ def issuer_list(request: HttpRequest) -> HttpResponse:
 @viewer_required
 def issuer_list_partial(request: HttpRequest) -> HttpResponse:
     return render(request, "console/partials/issuer_table.html", _context())
+
+
+@require_POST
+@operator_required
+def test_dns(request: HttpRequest, name: str) -> HttpResponse:
+    """ "Test DNS": the DNS-01 preflight for one example name, now; the outcome is shown
+    as a message and kept on the issuer (condition DNSPreflight)."""
+    issuer = get_object_or_404(Issuer, name=name)
+    dns_name = str(request.POST.get("dns_name") or "").strip().lower().rstrip(".")
+    problem = dns_name_problem(dns_name, allow_wildcard=True) if dns_name else "is required"
+    if problem:
+        messages.error(request, f"Test DNS for {issuer.name}: name {problem}")
+    elif issuer.kind != "acme" or not dns_preflight.uses_dns01(issuer):
+        messages.error(request, f"Issuer {issuer.name} has no dns01 solver")
+    else:
+        result = dns_preflight.test_name(issuer, dns_name)
+        took = f"{result.seconds * 1000:.0f} ms"
+        if result.ok:
+            messages.success(request, f"Test DNS {dns_name}: passed in {took}: {result.message}")
+        else:
+            messages.error(request, f"Test DNS {dns_name}: failed in {took}: {result.message}")
+    return redirect("web:issuers")

@@ -38,6 +38,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("partials/requests/", requests.approval_queue_partial, name="requests-partial"),
     path("issuers/", issuers.issuer_list, name="issuers"),
     path("partials/issuers/", issuers.issuer_list_partial, name="issuers-partial"),
+    path("issuers/<str:name>/test-dns/", issuers.test_dns, name="issuer-test-dns"),
     path("orders/", orders.order_list, name="orders"),
     path("partials/orders/", orders.order_list_partial, name="orders-partial"),
     path("challenges/", challenges.challenge_list, name="challenges"),

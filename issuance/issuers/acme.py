@@ -251,6 +251,12 @@ def split_problem(reason: str, fallback: str) -> tuple[str, str]:
 
 
 def sign(request: CertificateRequest) -> SignOutcome:
+    from issuance.controllers.acme.dns_preflight import before_order
+
+    # DNS-01 preflight (zone, credentials, CNAME) before any order is spent.
+    waiting = before_order(request)
+    if waiting is not None:
+        return waiting
     try:
         order, _created = ensure_order(request)
     except CSRError as exc:

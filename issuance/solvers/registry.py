@@ -8,6 +8,7 @@ from issuance.models import Challenge, ChallengeType
 from issuance.shapes import Dns01Spec, Http01Spec, Rfc2136Spec, WebhookSpec
 from issuance.solvers.base import Solver, SolverConfigError
 from issuance.solvers.http01 import Http01Solver
+from issuance.solvers.lexicon_dns import solver_for_dns01
 from issuance.solvers.rfc2136 import Rfc2136Solver
 from issuance.solvers.webhook import WebhookSolver
 
@@ -35,4 +36,7 @@ def solver_for(challenge: Challenge) -> Solver:
     webhook = _section(dns01.get("webhook"))
     if webhook is not None:
         return WebhookSolver(webhook)
-    raise SolverConfigError("dns01 solver needs one of: rfc2136, webhook")
+    lexicon = solver_for_dns01(dns01)
+    if lexicon is not None:
+        return lexicon
+    raise SolverConfigError("dns01 solver needs a provider: rfc2136, webhook or lexicon")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
+from typing import Any, cast
 
 from cryptography import x509
 
@@ -18,6 +18,7 @@ from issuance.shapes import (
     SolverSpec,
     WebhookSpec,
 )
+from issuance.specs import dns_providers
 from issuance.specs.errors import Errors
 from issuance.specs.fields import (
     check_object,
@@ -47,15 +48,8 @@ ACME_FIELDS = (
 )
 TSIG_ALGORITHMS = ("HMACMD5", "HMACSHA1", "HMACSHA256", "HMACSHA512")
 EAB_ALGORITHMS = ("HS256", "HS384", "HS512")
-DNS01_PROVIDERS_UNSUPPORTED = (
-    "acmeDNS",
-    "akamai",
-    "azureDNS",
-    "cloudDNS",
-    "cloudflare",
-    "digitalocean",
-    "route53",
-)
+# cert-manager's dns01 blocks dns-lexicon cannot serve (specs/dns_providers.py says why).
+DNS01_PROVIDERS_UNSUPPORTED = ("acmeDNS", "akamai")
 HTTP01_SELF_SERVED = (
     "this console answers HTTP-01 itself (at /.well-known/acme-challenge/ or with "
     "`manage.py http01_solver`); use `http01: {}`"
@@ -231,30 +225,42 @@ def _webhook(value: Any, path: str, errors: Errors) -> WebhookSpec | None:
 def _dns01(
     value: Any, path: str, errors: Errors, issuer: str, index: int, secrets: list[SecretWrite]
 ) -> Dns01Spec | None:
-    hints = {
-        p: "only rfc2136 and webhook DNS-01 providers are supported"
-        for p in DNS01_PROVIDERS_UNSUPPORTED
-    }
-    obj = check_object(value, path, errors, ("rfc2136", "webhook", "cnameStrategy"), hints=hints)
+    hints = {p: f"{dns_providers.refused_hint(p)}" for p in DNS01_PROVIDERS_UNSUPPORTED}
+    own = ("rfc2136", "webhook", *dns_providers.BLOCKS)
+    obj = check_object(value, path, errors, (*own, "cnameStrategy"), hints=hints)
     if obj is None:
         return None
     out: Dns01Spec = {}
     strategy = opt_str(obj, "cnameStrategy", path, errors, choices=("None", "Follow"))
     if strategy:
         out["cnameStrategy"] = strategy
-    providers = [p for p in ("rfc2136", "webhook") if p in obj]
+    providers = [p for p in own if p in obj]
     if len(providers) != 1:
         if not any(p in obj for p in DNS01_PROVIDERS_UNSUPPORTED):
-            errors.add(path, "set exactly one provider: rfc2136 or webhook")
+            errors.add(path, f"set exactly one provider: {', '.join(own)}")
         return out
-    if providers[0] == "rfc2136":
-        rfc = _rfc2136(obj["rfc2136"], f"{path}.rfc2136", errors, issuer, index, secrets)
-        if rfc is not None:
-            out["rfc2136"] = rfc
+    provider = providers[0]
+    where = f"{path}.{provider}"
+    if provider == "rfc2136":
+        rfc2136 = _rfc2136(obj["rfc2136"], where, errors, issuer, index, secrets)
+        if rfc2136 is not None:
+            out["rfc2136"] = rfc2136
+    elif provider == "webhook":
+        webhook = _webhook(obj["webhook"], where, errors)
+        if webhook is not None:
+            out["webhook"] = webhook
     else:
-        hook = _webhook(obj["webhook"], f"{path}.webhook", errors)
-        if hook is not None:
-            out["webhook"] = hook
+        if provider == "lexicon":
+            block = dns_providers.validate_lexicon(
+                obj[provider], where, errors, issuer, index, secrets
+            )
+        else:
+            block = dns_providers.validate_cert_manager_block(
+                provider, obj[provider], where, errors
+            )
+        if block is not None:
+            # One of the provider blocks of Dns01Spec, all of them option dicts.
+            cast("dict[str, Any]", out)[provider] = block
     return out
 
 

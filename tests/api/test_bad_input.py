@@ -270,10 +270,10 @@ ISSUER_CASES = [
         "e-mail",
     ),
     (
-        "acme-route53",
-        {"acme": {"server": "https://a.test", "solvers": [{"dns01": {"route53": {}}}]}},
-        "spec.acme.solvers[0].dns01.route53",
-        "rfc2136 and webhook",
+        "acme-acmedns",
+        {"acme": {"server": "https://a.test", "solvers": [{"dns01": {"acmeDNS": {}}}]}},
+        "spec.acme.solvers[0].dns01.acmeDNS",
+        "no acme-dns provider",
     ),
     (
         "acme-ingress-class",

@@ -1,0 +1,265 @@
+"""Validation of the dns01 provider blocks dns-lexicon serves: our `lexicon` block and
+cert-manager's `cloudflare`, `route53`, `digitalocean`, `azureDNS`, `cloudDNS` (accepted
+as written in cert-manager manifests); `acmeDNS` and `akamai` are refused naming the
+field. The mapping onto lexicon is issuance/solvers/dnsproviders.py.
+
+Credentials never stay in the spec: cert-manager blocks only reference Secrets, and the
+lexicon block's inline `credentials: {auth_token: …}` (our extension, for quick setups)
+is moved into an encrypted Secret `<issuer>-dns-<index>`, the spec keeping the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from issuance.solvers import dnsproviders
+from issuance.specs.errors import Errors
+from issuance.specs.fields import check_object, opt_int, opt_str, secret_key_selector
+from issuance.specs.names import dns_name_problem
+from issuance.specs.secrets import OPAQUE, SecretWrite
+
+# Every dns01 block key this module validates.
+BLOCKS = (dnsproviders.LEXICON, *dnsproviders.CERT_MANAGER_PROVIDERS)
+AZURE_PUBLIC = "AzurePublicCloud"
+
+
+def _available(provider: str, path: str, errors: Errors) -> bool:
+    problem = dnsproviders.provider_problem(provider)
+    if problem:
+        errors.add(path, problem)
+    return problem is None
+
+
+def _refs(
+    obj: dict[str, Any], keys: tuple[str, ...], path: str, errors: Errors, out: dict[str, Any]
+) -> None:
+    for key in keys:
+        if key in obj:
+            ref = secret_key_selector(obj[key], f"{path}.{key}", errors, key_required=True)
+            if ref:
+                out[key] = ref
+
+
+def _strings(
+    obj: dict[str, Any], keys: tuple[str, ...], path: str, errors: Errors, out: dict[str, Any]
+) -> None:
+    for key in keys:
+        value = opt_str(obj, key, path, errors, max_len=1024)
+        if value:
+            out[key] = value
+
+
+def _require(obj: dict[str, Any], keys: tuple[str, ...], path: str, errors: Errors) -> None:
+    for key in keys:
+        if key not in obj:
+            errors.add(f"{path}.{key}", "is required")
+
+
+def _cloudflare(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    _strings(obj, ("email",), path, errors, out)
+    _refs(obj, ("apiTokenSecretRef", "apiKeySecretRef"), path, errors, out)
+    if ("apiTokenSecretRef" in obj) == ("apiKeySecretRef" in obj):
+        errors.add(path, "set exactly one of apiTokenSecretRef or apiKeySecretRef")
+    elif "apiKeySecretRef" in obj and "email" not in obj:
+        errors.add(f"{path}.email", "is required with apiKeySecretRef (a global API key)")
+    return out
+
+
+def _route53(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, why in (
+        ("role", "lexicon's route53 provider cannot assume an IAM role"),
+        ("auth", "lexicon's route53 provider cannot use Kubernetes service account tokens"),
+    ):
+        if key in obj:
+            errors.add(f"{path}.{key}", f"unsupported field: {why}; use access keys")
+    # region: Route 53 is global; kept for the manifest, unused by lexicon.
+    _strings(obj, ("region", "accessKeyID", "hostedZoneID"), path, errors, out)
+    _refs(obj, ("accessKeyIDSecretRef", "secretAccessKeySecretRef"), path, errors, out)
+    if "accessKeyID" in obj and "accessKeyIDSecretRef" in obj:
+        errors.add(path, "set only one of accessKeyID or accessKeyIDSecretRef")
+    has_key = "accessKeyID" in obj or "accessKeyIDSecretRef" in obj
+    if has_key != ("secretAccessKeySecretRef" in obj):
+        errors.add(
+            path,
+            "set an access key (accessKeyID or accessKeyIDSecretRef) together with "
+            "secretAccessKeySecretRef, or neither (the worker's AWS environment)",
+        )
+    return out
+
+
+def _digitalocean(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    _require(obj, ("tokenSecretRef",), path, errors)
+    _refs(obj, ("tokenSecretRef",), path, errors, out)
+    return out
+
+
+def _azure(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "managedIdentity" in obj:
+        errors.add(
+            f"{path}.managedIdentity",
+            "unsupported field: lexicon's azure provider needs a service principal "
+            "(clientID, clientSecretSecretRef, tenantID)",
+        )
+    environment = opt_str(obj, "environment", path, errors, max_len=64)
+    if environment and environment != AZURE_PUBLIC:
+        errors.add(f"{path}.environment", f"only {AZURE_PUBLIC} is supported by lexicon")
+    elif environment:
+        out["environment"] = environment
+    required = ("clientID", "tenantID", "subscriptionID", "resourceGroupName")
+    _require(obj, (*required, "clientSecretSecretRef"), path, errors)
+    _strings(obj, (*required, "hostedZoneName"), path, errors, out)
+    _refs(obj, ("clientSecretSecretRef",), path, errors, out)
+    return out
+
+
+def _cloud_dns(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "serviceAccountSecretRef" not in obj:
+        errors.add(
+            f"{path}.serviceAccountSecretRef",
+            "is required: lexicon's googleclouddns provider reads the service account key "
+            "(ambient GKE credentials are not available)",
+        )
+    _strings(obj, ("project", "hostedZoneName"), path, errors, out)
+    _refs(obj, ("serviceAccountSecretRef",), path, errors, out)
+    return out
+
+
+CERT_MANAGER_FIELDS: dict[str, tuple[str, ...]] = {
+    "cloudflare": ("email", "apiKeySecretRef", "apiTokenSecretRef"),
+    "route53": (
+        "region",
+        "accessKeyID",
+        "accessKeyIDSecretRef",
+        "secretAccessKeySecretRef",
+        "role",
+        "hostedZoneID",
+        "auth",
+    ),
+    "digitalocean": ("tokenSecretRef",),
+    "azureDNS": (
+        "clientID",
+        "clientSecretSecretRef",
+        "subscriptionID",
+        "tenantID",
+        "resourceGroupName",
+        "hostedZoneName",
+        "environment",
+        "managedIdentity",
+    ),
+    "cloudDNS": ("project", "serviceAccountSecretRef", "hostedZoneName"),
+}
+VALIDATORS = {
+    "cloudflare": _cloudflare,
+    "route53": _route53,
+    "digitalocean": _digitalocean,
+    "azureDNS": _azure,
+    "cloudDNS": _cloud_dns,
+}
+
+
+def validate_cert_manager_block(
+    key: str, value: Any, path: str, errors: Errors
+) -> dict[str, Any] | None:
+    obj = check_object(value, path, errors, CERT_MANAGER_FIELDS[key])
+    if obj is None:
+        return None
+    out = VALIDATORS[key](obj, path, errors)
+    _available(dnsproviders.CERT_MANAGER_PROVIDERS[key], path, errors)
+    return out
+
+
+def _option_value(value: Any, where: str, errors: Errors) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int):
+        return str(value)
+    errors.add(where, "must be a string, number or boolean")
+    return None
+
+
+def validate_lexicon(
+    value: Any, path: str, errors: Errors, issuer: str, index: int, secrets: list[SecretWrite]
+) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        errors.add(path, "must be an object")
+        return None
+    provider = opt_str(value, "provider", path, errors, max_len=64)
+    if "provider" not in value:
+        errors.add(f"{path}.provider", "is required (a dns-lexicon provider, e.g. cloudflare)")
+    if not provider or not _available(provider, f"{path}.provider", errors):
+        return None
+    out: dict[str, Any] = {"provider": provider}
+    known = dnsproviders.provider_options(provider)
+    for key, item in value.items():
+        where = f"{path}.{key}"
+        if key in dnsproviders.OWN_OPTIONS:
+            continue
+        if key not in known:
+            plain = sorted(o for o in known if not dnsproviders.is_secret_option(o))
+            errors.add(
+                where,
+                f"unknown option of lexicon's {provider} provider (its options: "
+                f"{', '.join(plain) or 'none'}; credentials go in credentialsSecretRef)",
+            )
+        elif dnsproviders.is_secret_option(key):
+            errors.add(where, "is a credential: put it in the credentialsSecretRef Secret")
+        else:
+            text = _option_value(item, where, errors)
+            if text is not None:
+                out[key] = text
+    ttl = opt_int(value, "ttl", path, errors, minimum=1, maximum=86400)
+    if ttl is not None:
+        out["ttl"] = ttl
+    zone = opt_str(value, "zone", path, errors, max_len=253)
+    if zone:
+        problem = dns_name_problem(zone.lower().rstrip("."), allow_wildcard=False)
+        if problem:
+            errors.add(f"{path}.zone", problem)
+        else:
+            out["zone"] = zone.lower().rstrip(".")
+    has_ref, has_inline = "credentialsSecretRef" in value, "credentials" in value
+    if has_ref and has_inline:
+        errors.add(path, "set only one of credentialsSecretRef or credentials")
+    elif has_ref:
+        ref = secret_key_selector(
+            value["credentialsSecretRef"],
+            f"{path}.credentialsSecretRef",
+            errors,
+            key_required=False,
+        )
+        if ref and "key" in ref:
+            errors.add(
+                f"{path}.credentialsSecretRef.key",
+                "unsupported field: every key of the Secret is a provider option (e.g. auth_token)",
+            )
+        elif ref:
+            out["credentialsSecretRef"] = ref
+    elif has_inline:
+        creds = value["credentials"]
+        where = f"{path}.credentials"
+        if not isinstance(creds, dict) or not creds:
+            errors.add(where, "must be an object of provider options, e.g. {auth_token: ...}")
+        else:
+            data: dict[str, str] = {}
+            for key, item in creds.items():
+                if key not in known:
+                    errors.add(f"{where}.{key}", f"unknown option of lexicon's {provider} provider")
+                else:
+                    text = _option_value(item, f"{where}.{key}", errors)
+                    if text is not None:
+                        data[str(key)] = text
+            if data:
+                name = f"{issuer}-dns-{index}"
+                secrets.append(SecretWrite(name, where, type=OPAQUE, data=data))
+                out["credentialsSecretRef"] = {"name": name}
+    return out
+
+
+def refused_hint(key: str) -> str | None:
+    """Why a cert-manager dns01 block is refused here, or None when it is served."""
+    return dnsproviders.REFUSED.get(key)

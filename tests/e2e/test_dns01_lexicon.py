@@ -1,0 +1,141 @@
+"""DNS-01 through dns-lexicon's `powerdns` provider, end to end: Pebble validates against a
+real PowerDNS (tests/e2e/powerdns.py) that the console updates over its HTTP API.
+
+A wildcard certificate and a 3-name certificate issue; while the challenges run, the test
+reads the TXT records from PowerDNS's API and afterwards checks that exactly ours are gone
+(an unrelated TXT value at a challenge name stays). With a wrong API key the DNS-01
+preflight fails: the Certificate says DNSPreflightFailed and no Order (so no ACME order)
+exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import transaction
+
+from issuance.controllers.acme import dns_preflight
+from issuance.models import Certificate, CertificateRequest, Challenge, Event, Order
+from issuance.specs.secrets import OPAQUE, SecretWrite, store
+from tests.e2e.conftest import AcmeStack
+from tests.e2e.powerdns import PowerDnsServer, powerdns_server
+from tests.e2e.test_dns01 import ECDSA, assert_issued, done
+from tests.factories import make_certificate
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(scope="module")
+def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PowerDnsServer]:
+    with powerdns_server(Path(tmp_path_factory.mktemp("pdns-e2e"))) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _fresh_preflight_cache() -> Iterator[None]:
+    dns_preflight.forget_cache()
+    yield
+    dns_preflight.forget_cache()
+
+
+def lexicon_solver(pdns: PowerDnsServer, api_key: str, secret: str = "pdns-api") -> dict[str, Any]:
+    with transaction.atomic():  # store() locks the row
+        store(SecretWrite(name=secret, path="test", type=OPAQUE, data={"auth_token": api_key}))
+    return {
+        "dns01": {
+            "lexicon": {
+                "provider": "powerdns",
+                "credentialsSecretRef": {"name": secret},
+                "pdns_server": pdns.api_url,
+            }
+        }
+    }
+
+
+def pdns_stack(
+    acme_stack: Callable[..., AcmeStack], pdns: PowerDnsServer, settings: Any
+) -> AcmeStack:
+    stack = acme_stack(dns_server=pdns.address, serve_http01=False)
+    # Self-check and preflight ask PowerDNS too (its NS records say port 53).
+    settings.SELF_CHECK_NAMESERVERS = [pdns.address]
+    return stack
+
+
+def watching(pdns: PowerDnsServer, name: str, seen: dict[str, set[str]]) -> Callable[[], bool]:
+    """done(name), reading the TXT records of presented challenges from PowerDNS meanwhile."""
+    finished = done(name)
+
+    def check() -> bool:
+        for chal in Challenge.objects.filter(order__request__certificate__name=name):
+            if chal.presented:
+                fqdn = f"_acme-challenge.{chal.dns_name}"
+                seen.setdefault(chal.key_authorization, set()).update(pdns.api_txt(fqdn))
+        return finished()
+
+    return check
+
+
+def test_wildcard_and_three_names_through_lexicon_powerdns(
+    acme_stack: Callable[..., AcmeStack], pdns: PowerDnsServer, drive: Any, settings: Any
+) -> None:
+    stack = pdns_stack(acme_stack, pdns, settings)
+    issuer = stack.make_issuer("pdns", solvers=[lexicon_solver(pdns, pdns.api_key)])
+    # Someone else's TXT value at one challenge name: cleanup must leave it.
+    pdns.add_record("_acme-challenge.b.example.test", "TXT", '"not-ours"')
+
+    seen: dict[str, set[str]] = {}
+    make_certificate("lex-wild", issuer, dnsNames=["*.example.org"], privateKey=ECDSA)
+    drive(watching(pdns, "lex-wild", seen), timeout=120)
+    [wild] = assert_issued(stack, "lex-wild", ["*.example.org"])
+    assert wild.spec["wildcard"] is True and wild.dns_name == "example.org"
+
+    three = ["a.example.test", "b.example.test", "c.example.test"]
+    make_certificate("lex-three", issuer, dnsNames=three, privateKey=ECDSA)
+    drive(watching(pdns, "lex-three", seen), timeout=120)
+    challenges = assert_issued(stack, "lex-three", three)
+
+    # Every challenge's value was in PowerDNS while it ran, and is gone now.
+    for chal in [wild, *challenges]:
+        assert chal.key_authorization in seen[chal.key_authorization]
+    assert pdns.api_txt("_acme-challenge.example.org") == []
+    assert pdns.api_txt("_acme-challenge.a.example.test") == []
+    assert pdns.api_txt("_acme-challenge.c.example.test") == []
+    assert pdns.api_txt("_acme-challenge.b.example.test") == ["not-ours"]
+    assert pdns.txt("_acme-challenge.b.example.test") == ["not-ours"]
+    # The preflight passed and said so on the issuer.
+    issuer.refresh_from_db()
+    assert issuer.condition_is(dns_preflight.CONDITION)
+
+
+def test_wrong_api_key_fails_the_preflight_and_spends_no_order(
+    acme_stack: Callable[..., AcmeStack], pdns: PowerDnsServer, drive: Any, settings: Any
+) -> None:
+    stack = pdns_stack(acme_stack, pdns, settings)
+    solver = lexicon_solver(pdns, "wrong-key", secret="pdns-bad")
+    issuer = stack.make_issuer("pdns-bad", solvers=[solver])
+    make_certificate("lex-bad", issuer, dnsNames=["bad.example.test"], privateKey=ECDSA)
+
+    def preflight_failed() -> bool:
+        cert = Certificate.objects.get(name="lex-bad")
+        return cert.condition_is(dns_preflight.CONDITION, "False")
+
+    drive(preflight_failed, timeout=60)
+    cert = Certificate.objects.get(name="lex-bad")
+    cond = cert.get_condition(dns_preflight.CONDITION) or {}
+    assert cond["reason"] == "DNSPreflightFailed"
+    assert "bad.example.test" in cond["message"]
+    assert "HTTP 401" in cond["message"] and "bad credentials" in cond["message"]
+    assert "wrong-key" not in cond["message"]
+    request = CertificateRequest.objects.get(certificate=cert)
+    ready = request.get_condition("Ready") or {}
+    assert ready["reason"] == "DNSPreflightFailed"
+    assert ready["message"].startswith("DNSPreflightFailed: bad.example.test:")
+    assert not Order.objects.filter(request__certificate=cert).exists()
+    assert stack.pebble  # the CA was never asked: no Order row means no newOrder
+    assert Event.objects.filter(name="lex-bad", reason="DNSPreflightFailed").count() == 1
+    issuer.refresh_from_db()
+    assert issuer.condition_is(dns_preflight.CONDITION, "False")
+    assert not any("wrong-key" in e.message for e in Event.objects.all())
