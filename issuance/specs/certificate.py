@@ -32,6 +32,7 @@ from issuance.specs.names import (
     normalize_uris,
 )
 from issuance.specs.outcome import Applied, Outcome, changed_fields
+from issuance.specs.renewal import validate_renewal
 from issuance.worker.wakeup import notify_workers, wake
 
 DEFAULT_DURATION = timedelta(hours=2160)
@@ -57,6 +58,7 @@ FIELDS = (
     "revisionHistoryLimit",
     "encodeUsagesInRequest",
     "secretExport",  # extension: also write the key pair to a Kubernetes Secret
+    "renewal",  # cert-manager 1.21: policy and renewal windows (specs/renewal.py)
 )
 UNSUPPORTED = {
     "keystores": "JKS/PKCS#12 keystores are not produced; the key pair is stored as PEM",
@@ -353,6 +355,10 @@ def _options(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
         export = _secret_export(obj["secretExport"], f"{path}.secretExport", errors)
         if export:
             out["secretExport"] = export
+    if obj.get("renewal") is not None:
+        renewal = validate_renewal(obj["renewal"], f"{path}.renewal", errors)
+        if renewal:
+            out["renewal"] = renewal
     return out
 
 
