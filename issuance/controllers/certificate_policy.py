@@ -258,8 +258,10 @@ def compute_renewal_time(cert: Certificate, info: CertInfo) -> datetime | None:
     if renewal_disabled(renewal):
         return None
     ari = cert.ari_renewal_time
-    if ari is not None and not (info.not_before <= ari < info.not_after):
-        ari = None  # a suggestion for an older revision
+    if ari is not None and cert.ari_checked_at is None and not info.not_before <= ari:
+        ari = None  # a suggestion stored before polling existed, for an older revision
+    if ari is not None and ari >= info.not_after:
+        ari = None  # a CA suggesting renewal after expiry: the formula is safer
     renew_before = cert.spec.get("renewBefore")
     try:
         if renew_before:
