@@ -72,18 +72,6 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
 
     @extend_schema_field(
         inline_serializer(
-            "CertificateCAUnreachable",
-            {
-                "server": serializers.CharField(),
-                "since": serializers.DateTimeField(),
-                "error": serializers.CharField(),
-                "reason": serializers.CharField(),
-            },
-            allow_null=True,
-        )
-    )
-    @extend_schema_field(
-        inline_serializer(
             "CertificateRenewalInfo",
             {
                 "windowStart": serializers.DateTimeField(allow_null=True),
@@ -113,6 +101,18 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
             "nextCheck": when(obj.ari_next_check),
         }
 
+    @extend_schema_field(
+        inline_serializer(
+            "CertificateCAUnreachable",
+            {
+                "server": serializers.CharField(),
+                "since": serializers.DateTimeField(),
+                "error": serializers.CharField(),
+                "reason": serializers.CharField(),
+            },
+            allow_null=True,
+        )
+    )
     def get_caUnreachable(self, obj: Certificate) -> dict[str, Any] | None:
         """The issuer's ACME server does not answer: issuance waits for it (null otherwise)."""
         outage = health.outage_of_issuer(obj.issuer_id)

@@ -7,6 +7,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from issuance import actions, cron
@@ -191,3 +193,19 @@ class TestController:
         drain()
         cert.refresh_from_db()
         assert cert.revision == 1
+
+
+@pytest.mark.django_db
+def test_page_shows_windows_and_disabled_policy(role_users: dict[str, Any]) -> None:
+    issuer = make_selfsigned_issuer()
+    window = {"cron": "0 22 * * sat", "timezone": "Europe/Berlin", "windowDuration": "4h"}
+    make_certificate("windowed", issuer, privateKey=EC, renewal={"windows": [window]})
+    make_certificate("off", issuer, privateKey=EC, renewal={"policy": "Disabled"})
+    drain()
+    client = Client()
+    client.force_login(role_users["viewer"])
+    windowed = client.get(reverse("web:certificate-detail", args=["windowed"])).content.decode()
+    assert "<code>0 22 * * sat</code> Europe/Berlin for 4h" in windowed
+    assert "renewal-disabled" not in windowed
+    off = client.get(reverse("web:certificate-detail", args=["off"])).content.decode()
+    assert "renewal-disabled" in off and "Renewal windows" not in off
