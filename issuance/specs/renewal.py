@@ -3,6 +3,7 @@ default, or Disabled) and windows within which renewals may start."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -55,10 +56,15 @@ def _window(value: Any, path: str, errors: Errors) -> dict[str, str] | None:
         ok = False
     else:
         try:
-            cron.parse(expression)
+            parsed = cron.parse(expression)
         except cron.CronError as exc:
             errors.add(f"{path}.cron", str(exc))
             ok = False
+        else:
+            # `0 0 30 2 *` parses but never opens: the certificate would never renew.
+            if parsed.next_wall(datetime(2024, 1, 1)) is None:
+                errors.add(f"{path}.cron", f"{expression!r} matches no date")
+                ok = False
     zone = opt_str(obj, "timezone", path, errors, max_len=100) or "UTC"
     try:
         ZoneInfo(zone)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from typing import Any
 
 import pytest
@@ -124,6 +125,39 @@ def test_window_polled_stored_and_moved_window_renews_within_one_poll(ca: FakeCA
     assert 10.8 * H <= cert.ari_next_check - cert.ari_checked_at <= 13.2 * H
     moved = Event.objects.get(certificate_name="ari", reason="RenewalInfoMoved")
     assert moved.type == Event.WARNING
+
+
+@pytest.mark.parametrize(
+    ("header", "low", "high"),
+    [
+        ("30", 1 * H, 1.1 * H),  # a CA asking every 30 s gets hourly reads
+        ("604800", 21.6 * H, 24 * H),  # a week: still read at least daily
+        ("in-a-while", 10.8 * H, 13.2 * H),  # unreadable: as if absent
+    ],
+)
+def test_retry_after_from_the_ca_is_clamped(
+    ca: FakeCA, header: str, low: timedelta, high: timedelta
+) -> None:
+    cert = _acme_certificate(ca)
+    now = timezone.now()
+    ca.renewal_window(_iso(now + timedelta(days=30)), _iso(now + timedelta(days=31)), header)
+    _step(cert)
+    cert.refresh_from_db()
+    assert cert.ari_next_check is not None and cert.ari_checked_at is not None
+    assert low <= cert.ari_next_check - cert.ari_checked_at <= high
+
+
+def test_retry_after_as_an_http_date(ca: FakeCA) -> None:
+    cert = _acme_certificate(ca)
+    now = timezone.now()
+    in_three_hours = format_datetime(now + 3 * H, usegmt=True)
+    ca.renewal_window(
+        _iso(now + timedelta(days=30)), _iso(now + timedelta(days=31)), in_three_hours
+    )
+    _step(cert)
+    cert.refresh_from_db()
+    assert cert.ari_next_check is not None and cert.ari_checked_at is not None
+    assert 2.6 * H <= cert.ari_next_check - cert.ari_checked_at <= 3.3 * H
 
 
 def test_window_moved_earlier_but_in_the_future_moves_the_renewal_time(ca: FakeCA) -> None:

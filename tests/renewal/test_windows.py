@@ -124,6 +124,7 @@ class TestSpec:
                                 "windowDuration": "soon",
                             },
                             {"cron": "0 1 * * *", "extra": 1},
+                            {"cron": "0 0 31 4 *", "windowDuration": "1h"},
                         ],
                     }
                 ),
@@ -136,6 +137,7 @@ class TestSpec:
         assert "spec.renewal.windows[0].windowDuration" in errors
         assert "spec.renewal.windows[1].extra" in errors
         assert "is required" in " ".join(errors["spec.renewal.windows[1].windowDuration"])
+        assert "matches no date" in " ".join(errors["spec.renewal.windows[2].cron"])
 
 
 @pytest.mark.django_db
@@ -162,13 +164,14 @@ class TestController:
         assert opening - formula < timedelta(days=366)
 
     def test_forced_renewal_ignores_windows(self) -> None:
-        never = {"cron": "0 0 30 2 *", "timezone": "UTC", "windowDuration": "1h"}
+        yearly = {"cron": "0 4 1 7 *", "timezone": "UTC", "windowDuration": "1h"}
         cert = make_certificate(
-            "forced", make_selfsigned_issuer(), privateKey=EC, renewal={"windows": [never]}
+            "forced", make_selfsigned_issuer(), privateKey=EC, renewal={"windows": [yearly]}
         )
         drain()
         cert.refresh_from_db()
-        assert cert.revision == 1 and cert.renewal_time is None  # no window ever opens
+        assert cert.revision == 1 and cert.renewal_time is not None
+        assert (cert.renewal_time.month, cert.renewal_time.day) == (7, 1)  # held till July
         actions.force_renew(cert, "bob")
         drain()
         cert.refresh_from_db()
