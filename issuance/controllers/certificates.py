@@ -40,13 +40,16 @@ def reconcile(cert: Certificate) -> Result:
     view = issuing.record_outcome(view) or view
     violation = secret_violation(view)
     changed = apply_readiness(view, violation)
-    changed = poll_renewal_info(view, violation) or changed
+    polled = poll_renewal_info(view, violation)
+    changed = changed or polled is not None
     started = ""
     if not cert.condition_is("Issuing"):
         why = trigger(view, violation)
         if isinstance(why, Result):
             if changed:
                 issuing.save_status(cert)
+            if polled is not None:
+                polled.record(cert)
             return why
         reason, started = why
         cert.set_condition("Issuing", "True", reason, started, now=now)
@@ -60,6 +63,8 @@ def reconcile(cert: Certificate) -> Result:
         issuing.save_status(cert, expect_key=loaded_key)
     elif changed:
         issuing.save_status(cert)
+    if polled is not None:
+        polled.record(cert)
     if started:
         events.record("Certificate", cert.name, "Issuing", started, certificate_name=cert.name)
         faults.checkpoint("after-issuing-set")
@@ -81,26 +86,26 @@ def reconcile(cert: Certificate) -> Result:
 # -- ARI ---------------------------------------------------------------------------------
 
 
-def poll_renewal_info(view: CertView, violation: Violation | None) -> bool:
+def poll_renewal_info(view: CertView, violation: Violation | None) -> ari.Polled | None:
     """Read the CA's renewalInfo when its next check is due, and move the renewal time by
-    it (in memory; saved with the pass). True if it was read.
+    it (in memory; saved with the pass). None when it was not due.
 
     Only for a good certificate from an ACME issuer that may renew: a violation re-issues
     anyway, and an issuance in flight brings a new certificate (and a new window)."""
     cert, now = view.cert, view.now
     if violation is not None or view.info is None or view.secret is None:
-        return False
+        return None
     if cert.condition_is("Issuing") or renewal_disabled(cert.spec.get("renewal")):
-        return False
+        return None
     if cert.ari_next_check is not None and cert.ari_next_check > now:
-        return False
+        return None
     # The current request's issuer is the certificate's (else IncorrectIssuer) and comes
     # with the view: no query for non-ACME certificates.
     if view.current is None or view.current.issuer.kind != IssuerKind.ACME:
-        return False
-    ari.poll(cert, view.secret.tls_crt, now)
+        return None
+    polled = ari.poll(cert, view.current.issuer, view.secret.tls_crt, now)
     cert.renewal_time = compute_renewal_time(cert, view.info)
-    return True
+    return polled
 
 
 # -- trigger ---------------------------------------------------------------------------

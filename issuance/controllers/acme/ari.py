@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from issuance import events
@@ -24,7 +25,7 @@ from issuance.acme.certs import ari_cert_id
 from issuance.acme.errors import AcmeProblemError
 from issuance.controllers.acme.accounts import client_for
 from issuance.controllers.base import TemporaryError
-from issuance.models import Certificate, CertificateRequest, Event, IssuerKind, Secret
+from issuance.models import Certificate, CertificateRequest, Event, Issuer, Secret
 
 log = logging.getLogger("issuance.ari")
 
@@ -66,58 +67,65 @@ def ari_point(name: str, start: datetime, end: datetime) -> datetime:
     return start + (end - start) * (digest / 2**64)
 
 
-def applies_to(cert: Certificate) -> bool:
-    return cert.issuer.kind == IssuerKind.ACME
-
-
-def due(cert: Certificate, now: datetime) -> bool:
-    return applies_to(cert) and (cert.ari_next_check is None or cert.ari_next_check <= now)
-
-
 def clear(cert: Certificate) -> None:
     """Forget the window of the previous certificate (a new revision was stored)."""
     for name in ARI_FIELDS:
         setattr(cert, name, None)
 
 
-def poll(cert: Certificate, chain_pem: str, now: datetime) -> None:
+@dataclass(frozen=True)
+class Polled:
+    """A renewalInfo read; `note` is the event to record once the row is saved (the window
+    is new or moved), so a crash before the write records nothing twice."""
+
+    note: tuple[str, str, str] | None = None  # (reason, message, event type)
+
+    def record(self, cert: Certificate) -> None:
+        if self.note is not None:
+            reason, message, type_ = self.note
+            events.record(
+                "Certificate", cert.name, reason, message, type_=type_, certificate_name=cert.name
+            )
+
+
+def poll(cert: Certificate, issuer: Issuer, chain_pem: str, now: datetime) -> Polled:
     """Read the CA's renewalInfo for the current certificate into the ARI fields (not
     saved: the caller writes them with the renewal time that follows from them)."""
     try:
-        info = client_for(cert.issuer).fetch_renewal_info(chain_pem)
+        info = client_for(issuer).fetch_renewal_info(chain_pem)
     except TemporaryError as exc:
         # CA paused, unreachable or no account yet: ask again after the shortest interval.
         log.info("renewalInfo for %s not read (%s); again in about an hour", cert.name, exc)
         cert.ari_next_check = now + check_interval(CHECK_MIN)
-        return
+        return Polled()
     except (AcmeProblemError, ValueError) as exc:
         # The CA does not know the certificate, or it has no AKI: keep what we had.
         log.info("renewalInfo for %s refused: %s", cert.name, exc)
         cert.ari_next_check = now + check_interval(None)
-        return
+        return Polled()
     cert.ari_checked_at = now
     if info is None:  # the CA offers no ARI (anymore): the formula decides
         cert.ari_window_start = cert.ari_window_end = cert.ari_renewal_time = None
         cert.ari_next_check = now + check_interval(CHECK_MAX)
-        return
+        return Polled()
     cert.ari_next_check = now + check_interval(info.retry_after)
     if info.window is None:
-        return  # an unusable body: keep the last window until the next read
+        return Polled()  # an unusable body: keep the last window until the next read
     start, end = info.window
     if (start, end) == (cert.ari_window_start, cert.ari_window_end):
-        return
+        return Polled()
     moved = cert.ari_window_start is not None
     cert.ari_window_start, cert.ari_window_end = start, end
     cert.ari_renewal_time = ari_point(cert.name, start, end)
     note = f" ({info.explanation_url})" if info.explanation_url else ""
-    events.record(
-        "Certificate",
-        cert.name,
-        "RenewalInfoMoved" if moved else "RenewalInfo",
-        f"The CA suggests renewing between {start.isoformat()} and {end.isoformat()}; "
-        f"renewal chosen at {cert.ari_renewal_time.isoformat()}{note}",
-        type_=Event.WARNING if moved and start < (cert.renewal_time or end) else Event.NORMAL,
-        certificate_name=cert.name,
+    earlier = moved and start < (cert.renewal_time or end)
+    return Polled(
+        (
+            "RenewalInfoMoved" if moved else "RenewalInfo",
+            f"The CA suggests renewing between {start.isoformat()} and {end.isoformat()}; "
+            f"renewal chosen at {cert.ari_renewal_time.isoformat()}{note}",
+            Event.WARNING if earlier else Event.NORMAL,
+        )
     )
 
 
