@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
 
-from issuance.durations import parse_duration
+from issuance import cron
+from issuance.cron import Cron
+from issuance.durations import DurationError, parse_duration
 
 # At most this share of the renew-before window is taken off as anti-storm jitter.
 JITTER_FRACTION = 0.02
 JITTER_MAX = timedelta(hours=1)
+POLICY_RENEW_BEFORE = "RenewBefore"
+POLICY_DISABLED = "Disabled"
 
 
 def renew_before(
@@ -51,3 +59,51 @@ def renewal_time(
         return ari_suggested
     before = renew_before(not_before, not_after, renew_before_spec, renew_before_percentage)
     return not_after - before - jitter(name, before)
+
+
+# -- renewal windows (cert-manager's spec.renewal) --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    """Renewals may start within `duration` after each time `cron` matches in `zone`."""
+
+    cron: Cron
+    zone: ZoneInfo
+    duration: timedelta
+
+    def first_open(self, moment: datetime) -> datetime | None:
+        """`moment` if a window is open then, else the next opening (None: never opens)."""
+        # A window is open at t when it opened at some m with t - duration < m <= t: the
+        # first opening after t - duration is either at or before t (open) or the next one.
+        opening = self.cron.next_after(moment - self.duration, self.zone)
+        return None if opening is None else max(opening, moment)
+
+
+def windows_of(renewal: Mapping[str, Any] | None) -> list[Window]:
+    """The windows of a stored (validated) `spec.renewal`; unreadable entries are skipped."""
+    out: list[Window] = []
+    for item in (renewal or {}).get("windows") or []:
+        try:
+            out.append(
+                Window(
+                    cron.parse(str(item.get("cron") or "")),
+                    ZoneInfo(str(item.get("timezone") or "UTC")),
+                    parse_duration(str(item.get("windowDuration") or "")),
+                )
+            )
+        except (cron.CronError, DurationError, ValueError, KeyError):
+            continue
+    return out
+
+
+def renewal_disabled(renewal: Mapping[str, Any] | None) -> bool:
+    return str((renewal or {}).get("policy") or "") == POLICY_DISABLED
+
+
+def first_in_windows(moment: datetime, windows: list[Window]) -> datetime | None:
+    """The first instant at or after `moment` inside any window (no windows: `moment`)."""
+    if not windows:
+        return moment
+    found = [w for w in (window.first_open(moment) for window in windows) if w is not None]
+    return min(found) if found else None

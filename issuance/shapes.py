@@ -99,6 +99,22 @@ class SecretExportRef(TypedDict, total=False):
     name: str
 
 
+class RenewalWindow(TypedDict):
+    """One of `spec.renewal.windows`: renewals may start within `windowDuration` after each
+    time the cron expression matches, in `timezone` (issuance/renewal.py)."""
+
+    cron: str
+    timezone: str
+    windowDuration: str
+
+
+class RenewalSpec(TypedDict, total=False):
+    """`spec.renewal`, as cert-manager 1.21: `policy: Disabled` or windows."""
+
+    policy: str
+    windows: list[RenewalWindow]
+
+
 class CertificateSpec(CertificateNames, total=False):
     """A Certificate's spec as `validate_certificate_spec` stores it. `duration` (default
     2160h) and `issuerRef` are always set by it too."""
@@ -114,6 +130,7 @@ class CertificateSpec(CertificateNames, total=False):
     revisionHistoryLimit: int
     encodeUsagesInRequest: bool
     secretExport: SecretExportRef
+    renewal: RenewalSpec
 
 
 # -- Issuer ---------------------------------------------------------------------------------
@@ -305,6 +322,7 @@ class OrderSpec(TypedDict):
     ipAddresses: list[str]
     duration: NotRequired[str]
     profile: NotRequired[str]
+    replaces: NotRequired[str]  # ARI: the certificate this order renews (RFC 9773 §5)
 
 
 class AuthorizationChallenge(TypedDict):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import math
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from cryptography import x509
@@ -53,3 +55,29 @@ def parse_renewal_info(body: dict[str, Any]) -> tuple[datetime, datetime] | None
     if start is None or end is None or end < start:
         return None
     return start, end
+
+
+@dataclass(frozen=True)
+class RenewalInfo:
+    """A renewalInfo answer: the suggested window (None if unusable) and the CA's
+    Retry-After, which says when to ask again (RFC 9773 §4.3)."""
+
+    window: tuple[datetime, datetime] | None
+    retry_after: timedelta | None
+    explanation_url: str = ""
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> timedelta | None:
+    """Retry-After as seconds or an HTTP date (RFC 9110 §10.2.3); None when absent/bad."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return timedelta(seconds=int(text))
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(when - (now or datetime.now(UTC)), timedelta(0))

@@ -35,7 +35,13 @@ from django.conf import settings
 from josepy.jwk import JWK
 from requests.utils import parse_header_links
 
-from issuance.acme.certs import ari_cert_id, chain_matches, parse_renewal_info
+from issuance.acme.certs import (
+    RenewalInfo,
+    ari_cert_id,
+    chain_matches,
+    parse_renewal_info,
+    parse_retry_after,
+)
 from issuance.acme.errors import ALREADY_REVOKED, AcmeProblemError, AcmeTemporaryError
 from issuance.acme.exchange import NO_RECORD, CaRecord, exchange
 from issuance.acme.jws import Signer, b64
@@ -263,14 +269,21 @@ class AcmeClient:
 
     # -- orders -------------------------------------------------------------------
     def new_order(
-        self, identifiers: list[tuple[str, str]], profile: str | None = None
+        self,
+        identifiers: list[tuple[str, str]],
+        profile: str | None = None,
+        replaces: str | None = None,
     ) -> dict[str, Any]:
         """Create an order for [(type, value)]. Like every request, not repeated after a
-        timeout (a repeat could create a second order); the orders controller recovers."""
+        timeout (a repeat could create a second order); the orders controller recovers.
+        `replaces` (RFC 9773 §5, the ARI id of the certificate this one renews) is sent
+        only to a CA whose directory offers renewalInfo."""
         url = self._endpoint("newOrder")
         payload: dict[str, Any] = {"identifiers": [{"type": t, "value": v} for t, v in identifiers]}
         if profile:
             payload["profile"] = profile
+        if replaces and self.offers_ari:
+            payload["replaces"] = replaces
         return _json(self.post(url, payload, action="new_order"), url)
 
     def get_order(self, url: str) -> dict[str, Any]:
@@ -327,14 +340,31 @@ class AcmeClient:
                 return alt_pem
         return pem
 
-    def renewal_info(self, cert_pem: str) -> tuple[datetime, datetime] | None:
-        """ARI (RFC 9773) suggested window, or None when the CA does not offer it."""
+    @property
+    def offers_ari(self) -> bool:
+        return bool(self.directory().get("renewalInfo"))
+
+    def fetch_renewal_info(self, cert_pem: str) -> RenewalInfo | None:
+        """ARI (RFC 9773 §4.2): the window and the CA's Retry-After (None: no ARI here).
+
+        A body without a usable window gives a RenewalInfo with no window."""
         base = self.directory().get("renewalInfo")
         if not base:
             return None
         url = f"{str(base).rstrip('/')}/{ari_cert_id(cert_pem)}"
         response = self._send(lambda: self._net.get(url), url, action="renewal_info")
-        return parse_renewal_info(_json(response, url))
+        body = _json(response, url)
+        window = parse_renewal_info(body)
+        return RenewalInfo(
+            window=window,
+            retry_after=parse_retry_after(response.headers.get("Retry-After")),
+            explanation_url=str(body.get("explanationURL") or ""),
+        )
+
+    def renewal_info(self, cert_pem: str) -> tuple[datetime, datetime] | None:
+        """ARI (RFC 9773) suggested window, or None when the CA does not offer it."""
+        info = self.fetch_renewal_info(cert_pem)
+        return info.window if info is not None else None
 
     def revoke_cert(self, cert_pem: str, reason: int, cert_key_pem: str = "") -> bool:
         """revokeCert (RFC 8555 §7.6) for the leaf of `cert_pem` with an RFC 5280 reason code.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -72,10 +73,42 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
         source="failed_issuance_attempts", allow_null=True
     )
     nextRetryTime = serializers.DateTimeField(source="next_retry_time", allow_null=True)
+    renewalInfo = serializers.SerializerMethodField()
     renewRequestedAt = serializers.DateTimeField(source="renew_requested_at", allow_null=True)
     renewRequestedBy = serializers.CharField(source="renew_requested_by")
     lastError = serializers.CharField(source="last_error")
     caUnreachable = serializers.SerializerMethodField()
+
+    @extend_schema_field(
+        inline_serializer(
+            "CertificateRenewalInfo",
+            {
+                "windowStart": serializers.DateTimeField(allow_null=True),
+                "windowEnd": serializers.DateTimeField(allow_null=True),
+                "selectedTime": serializers.DateTimeField(allow_null=True),
+                "lastChecked": serializers.DateTimeField(allow_null=True),
+                "nextCheck": serializers.DateTimeField(allow_null=True),
+            },
+            allow_null=True,
+        )
+    )
+    def get_renewalInfo(self, obj: Certificate) -> dict[str, Any] | None:
+        """ARI (RFC 9773): the CA's suggested window for the current certificate, the time
+        chosen in it, when it was last read and when it is read next (null: never polled)."""
+        if obj.ari_checked_at is None and obj.ari_next_check is None:
+            return None
+        field = serializers.DateTimeField()
+
+        def when(value: datetime | None) -> str | None:
+            return field.to_representation(value) if value is not None else None
+
+        return {
+            "windowStart": when(obj.ari_window_start),
+            "windowEnd": when(obj.ari_window_end),
+            "selectedTime": when(obj.ari_renewal_time),
+            "lastChecked": when(obj.ari_checked_at),
+            "nextCheck": when(obj.ari_next_check),
+        }
 
     @extend_schema_field(
         inline_serializer(

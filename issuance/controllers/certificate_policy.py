@@ -19,7 +19,7 @@ from issuance.models import Certificate, CertificateRequest, Secret
 from issuance.pki.csr import CSRError, CSRInfo, parse_csr
 from issuance.pki.keys import KeyError_, PassKeys, StoredKey, key_matches_spec
 from issuance.pki.x509 import CertInfo, cert_info
-from issuance.renewal import renewal_time
+from issuance.renewal import first_in_windows, renewal_disabled, renewal_time, windows_of
 from issuance.shapes import CertificateRequestSpec, IssuerRef
 
 DEFAULT_DURATION = "2160h"
@@ -253,17 +253,25 @@ def renew_before_percentage(cert: Certificate) -> int | None:
         return None
 
 
-def compute_renewal_time(cert: Certificate, info: CertInfo) -> datetime:
+def compute_renewal_time(cert: Certificate, info: CertInfo) -> datetime | None:
+    """When the current certificate renews: the formula (or the CA's ARI choice), moved to
+    the first instant inside a renewal window; None with `spec.renewal.policy: Disabled` (or
+    windows that never open)."""
+    renewal = cert.typed_spec.get("renewal")
+    if renewal_disabled(renewal):
+        return None
     ari = cert.ari_renewal_time
-    if ari is not None and not (info.not_before <= ari < info.not_after):
-        ari = None  # a suggestion for an older revision
+    if ari is not None and cert.ari_checked_at is None and not info.not_before <= ari:
+        ari = None  # a suggestion stored before polling existed, for an older revision
+    if ari is not None and ari >= info.not_after:
+        ari = None  # a CA suggesting renewal after expiry: the formula is safer
     renew_before = cert.typed_spec.get("renewBefore")
     try:
         if renew_before:
             parse_duration(str(renew_before))
     except DurationError:
         renew_before = None
-    return renewal_time(
+    when = renewal_time(
         cert.name,
         info.not_before,
         info.not_after,
@@ -271,6 +279,7 @@ def compute_renewal_time(cert: Certificate, info: CertInfo) -> datetime:
         renew_before_percentage(cert),
         ari_suggested=ari,
     )
+    return first_in_windows(when, windows_of(renewal))
 
 
 def until(moment: datetime, now: datetime) -> timedelta:

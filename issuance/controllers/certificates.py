@@ -17,16 +17,19 @@ from django.utils import timezone
 from issuance import events, faults
 from issuance.backoff import next_retry_time
 from issuance.controllers import issuing
+from issuance.controllers.acme import ari
 from issuance.controllers.base import Result
 from issuance.controllers.certificate_policy import (
     CertView,
     Violation,
+    compute_renewal_time,
     load_view,
     secret_violation,
     until,
 )
 from issuance.controllers.readiness import apply_readiness, state_of
-from issuance.models import Certificate
+from issuance.models import Certificate, IssuerKind
+from issuance.renewal import renewal_disabled
 
 
 def reconcile(cert: Certificate) -> Result:
@@ -37,12 +40,16 @@ def reconcile(cert: Certificate) -> Result:
     view = issuing.record_outcome(view) or view
     violation = secret_violation(view)
     changed = apply_readiness(view, violation)
+    polled = poll_renewal_info(view, violation)
+    changed = changed or polled is not None
     started = ""
     if not cert.condition_is("Issuing"):
         why = trigger(view, violation)
         if isinstance(why, Result):
             if changed:
                 issuing.save_status(cert)
+            if polled is not None:
+                polled.record(cert)
             return why
         reason, started = why
         cert.set_condition("Issuing", "True", reason, started, now=now)
@@ -56,6 +63,8 @@ def reconcile(cert: Certificate) -> Result:
         issuing.save_status(cert, expect_key=loaded_key)
     elif changed:
         issuing.save_status(cert)
+    if polled is not None:
+        polled.record(cert)
     if started:
         events.record("Certificate", cert.name, "Issuing", started, certificate_name=cert.name)
         faults.checkpoint("after-issuing-set")
@@ -72,6 +81,31 @@ def reconcile(cert: Certificate) -> Result:
     # wakes us when it is final.
     issuing.ensure_request(view)
     return Result.done()
+
+
+# -- ARI ---------------------------------------------------------------------------------
+
+
+def poll_renewal_info(view: CertView, violation: Violation | None) -> ari.Polled | None:
+    """Read the CA's renewalInfo when its next check is due, and move the renewal time by
+    it (in memory; saved with the pass). None when it was not due.
+
+    Only for a good certificate from an ACME issuer that may renew: a violation re-issues
+    anyway, and an issuance in flight brings a new certificate (and a new window)."""
+    cert, now = view.cert, view.now
+    if violation is not None or view.info is None or view.secret is None:
+        return None
+    if cert.condition_is("Issuing") or renewal_disabled(cert.spec.get("renewal")):
+        return None
+    if cert.ari_next_check is not None and cert.ari_next_check > now:
+        return None
+    # The current request's issuer is the certificate's (else IncorrectIssuer) and comes
+    # with the view: no query for non-ACME certificates.
+    if view.current is None or view.current.issuer.kind != IssuerKind.ACME:
+        return None
+    polled = ari.poll(cert, view.current.issuer, view.secret.tls_crt, now)
+    cert.renewal_time = compute_renewal_time(cert, view.info)
+    return polled
 
 
 # -- trigger ---------------------------------------------------------------------------
@@ -127,7 +161,9 @@ def trigger(view: CertView, violation: Violation | None) -> tuple[str, str] | Re
 
 def _wait_for(cert: Certificate, now: datetime, retry_at: datetime | None) -> Result:
     """Look again at the earliest of: retry time, renewal time, expiry."""
-    moments = [m for m in (retry_at, cert.renewal_time, cert.not_after) if m is not None]
+    # The next renewalInfo read too: a window the CA moves is heard when it says.
+    candidates = (retry_at, cert.renewal_time, cert.not_after, cert.ari_next_check)
+    moments = [m for m in candidates if m is not None]
     moments = [m for m in moments if m > now] or []
     if not moments:
         return Result.done()

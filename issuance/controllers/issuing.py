@@ -20,6 +20,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
 from django.utils import timezone
 
 from issuance import events, faults
+from issuance.controllers.acme import ari
 from issuance.controllers.base import TemporaryError
 from issuance.controllers.certificate_policy import (
     CONTROLLER_USERNAME,
@@ -60,6 +61,7 @@ STATUS_FIELDS = [
     "next_private_key_ciphertext",
     "next_private_key_created_at",
     "observed_generation",
+    *ari.ARI_FIELDS,
     "updated_at",
 ]
 
@@ -330,6 +332,7 @@ def _store_issued(view: CertView, request: CertificateRequest, key: StoredKey) -
         cert.last_failure_time = None
         cert.last_failure_generation = None
         cert.remove_condition("Issuing")
+        ari.clear(cert)  # the window was the previous certificate's: read the new one's
         after = replace(
             view,
             secret=secret,

@@ -143,12 +143,42 @@ def _create(order: Order, client: AcmeClient) -> Result:
     health.check_reachable(client.directory_url)
     order.create_attempted_at = timezone.now()
     order.save(update_fields=["create_attempted_at", "updated_at"])
-    acme_order = client.new_order(identifiers, order.typed_spec.get("profile") or None)
+    acme_order = _new_order(order, client, identifiers)
     faults.checkpoint("order-after-new-order")
     _store_acme_order(order, acme_order)
     _event(order, "OrderCreated", f"Created ACME order {order.url} ({order.state})")
     # The URL is stored; reading the authorizations in the same pass is no second write.
     return _load_authorizations(order, client, fresh=True)
+
+
+def _replaces_refused(exc: AcmeProblemError) -> bool:
+    """The CA refused the order because of `replaces` (RFC 9773 §5): the certificate was
+    already replaced, or the CA does not take it as ours. Not a rate limit or an outage."""
+    if exc.short_type == "alreadyReplaced":
+        return True
+    return exc.status in (400, 403, 409) and "replaces" in exc.detail.lower()
+
+
+def _new_order(
+    order: Order, client: AcmeClient, identifiers: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """newOrder with `replaces` (the ARI id of the certificate being renewed) when the spec
+    has one; if the CA refuses that field, once more without it. The refused call created
+    no order, so the retry cannot make a second one."""
+    profile = order.typed_spec.get("profile") or None
+    replaces = order.typed_spec.get("replaces") or None
+    try:
+        return client.new_order(identifiers, profile, replaces=replaces)
+    except AcmeProblemError as exc:
+        if replaces is None or not client.offers_ari or not _replaces_refused(exc):
+            raise
+        _event(
+            order,
+            "ReplacesRefused",
+            f"The CA refused replaces={replaces} ({exc.describe()}); ordering without it",
+            Event.WARNING,
+        )
+    return client.new_order(identifiers, profile)
 
 
 def _recover(

@@ -19,10 +19,9 @@ from django.utils import timezone
 from issuance import events
 from issuance.acme.account import AccountConfigError
 from issuance.acme.errors import AcmeProblemError, AcmeUnreachableError, problem_type
-from issuance.controllers.acme import servers
+from issuance.controllers.acme import ari, servers
 from issuance.controllers.acme.accounts import (
     account_config,
-    client_for,
     ensure_account_key,
     forget_clients,
     probe_server,
@@ -200,6 +199,9 @@ def order_spec(request: CertificateRequest) -> OrderSpec:
     profile = issuer.acme_spec.get("profile")
     if profile:
         spec["profile"] = str(profile)
+    replaces = ari.replaces_for(request)
+    if replaces:  # RFC 9773 §5: the renewal names the certificate it replaces
+        spec["replaces"] = replaces
     return spec
 
 
@@ -270,7 +272,6 @@ def outcome_of(request: CertificateRequest, order: Order) -> SignOutcome:
         blocks = split_pem_chain(order.certificate_pem)
         # As cert-manager for ACME: the CA is the chain's last certificate.
         ca_pem = blocks[-1] if len(blocks) > 1 else ""
-        _update_ari(request, order.certificate_pem)
         return SignOutcome(SignState.ISSUED, certificate_pem=order.certificate_pem, ca_pem=ca_pem)
     if order.is_final:
         type_, detail = split_problem(order.reason, order.state or "errored")
@@ -283,26 +284,3 @@ def outcome_of(request: CertificateRequest, order: Order) -> SignOutcome:
     return SignOutcome(
         SignState.PENDING, message=f"Waiting on Order {order.name} ({order.state or 'new'})"
     )
-
-
-def ari_point(name: str, start: datetime, end: datetime) -> datetime:
-    """A deterministic moment in the CA's window, spread per certificate (RFC 9773 §4.2)."""
-    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
-    return start + (end - start) * (digest / 2**64)
-
-
-def _update_ari(request: CertificateRequest, chain_pem: str) -> None:
-    """Record the CA's ARI suggestion on the Certificate (readiness prefers it), if offered."""
-    certificate = request.certificate
-    if certificate is None:
-        return
-    try:
-        window = client_for(request.issuer).renewal_info(chain_pem)
-    except (TemporaryError, AcmeProblemError, ValueError) as exc:
-        log.info("no ARI window for %s (kept as it was): %s", request.name, exc)
-        return
-    when = ari_point(certificate.name, *window) if window else None
-    if when != certificate.ari_renewal_time:
-        # A stale window from the previous certificate must not outlive it.
-        type(certificate).objects.filter(pk=certificate.pk).update(ari_renewal_time=when)
-        certificate.ari_renewal_time = when

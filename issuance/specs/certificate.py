@@ -39,6 +39,7 @@ from issuance.specs.names import (
     normalize_uris,
 )
 from issuance.specs.outcome import Applied, Outcome, changed_fields
+from issuance.specs.renewal import validate_renewal
 from issuance.worker.wakeup import notify_workers, wake
 
 DEFAULT_DURATION = timedelta(hours=2160)
@@ -64,6 +65,7 @@ FIELDS = (
     "revisionHistoryLimit",
     "encodeUsagesInRequest",
     "secretExport",  # extension: also write the key pair to a Kubernetes Secret
+    "renewal",  # cert-manager 1.21: policy and renewal windows (specs/renewal.py)
 )
 UNSUPPORTED = {
     "keystores": "JKS/PKCS#12 keystores are not produced; the key pair is stored as PEM",
@@ -348,7 +350,7 @@ def _key_and_usages(obj: dict[str, Any], path: str, errors: Errors, out: Certifi
 
 
 def _options(obj: dict[str, Any], path: str, errors: Errors, out: CertificateSpec) -> None:
-    """isCA, encodeUsagesInRequest, revisionHistoryLimit and secretExport."""
+    """isCA, encodeUsagesInRequest, revisionHistoryLimit, secretExport and renewal."""
     for key in ("isCA", "encodeUsagesInRequest"):
         flag = opt_bool(obj, key, path, errors)
         if flag is not None:
@@ -360,6 +362,10 @@ def _options(obj: dict[str, Any], path: str, errors: Errors, out: CertificateSpe
         export = _secret_export(obj["secretExport"], f"{path}.secretExport", errors)
         if export:
             out["secretExport"] = export
+    if obj.get("renewal") is not None:
+        renewal = validate_renewal(obj["renewal"], f"{path}.renewal", errors)
+        if renewal:
+            out["renewal"] = renewal
 
 
 def check_name(name: Any, path: str = "name") -> str:

@@ -47,6 +47,8 @@ class FakeCA:
         self.protected: dict[str, dict[str, Any]] = {}
         # Every POSTed body (path, raw JWS) in order, and every nonce handed out.
         self.posts: list[tuple[str, bytes]] = []
+        # Every decoded POST payload (path, payload) in order, e.g. each newOrder's.
+        self.posted: list[tuple[str, Any]] = []
         self.nonces: set[str] = set()
         self.script: dict[str, list[Reply]] = {}
         self.default: dict[str, Reply] = {}
@@ -71,6 +73,18 @@ class FakeCA:
     def on(self, path: str, *replies: Reply) -> None:
         """Answer the next requests to `path` with `replies`, in order."""
         self.script.setdefault(path, []).extend(replies)
+
+    def renewal_window(self, start: str, end: str, retry_after: str | None = None) -> None:
+        """Serve this ARI window (RFC 9773) for every certificate from now on; call again to
+        move it mid-test. `retry_after` goes into the Retry-After header."""
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        self.default["/ari"] = Reply(
+            200, {"suggestedWindow": {"start": start, "end": end}}, headers
+        )
+
+    def payloads_of(self, path: str) -> list[Any]:
+        """The decoded payloads POSTed to `path`, in order."""
+        return [payload for p, payload in self.posted if p == path]
 
     def stop(self) -> None:
         self._server.shutdown()
@@ -144,6 +158,7 @@ class FakeCA:
                     ca.protected[self.path] = json.loads(_unb64(jws["protected"]))
                     raw = _unb64(jws["payload"])
                     ca.payloads[self.path] = json.loads(raw) if raw else None
+                    ca.posted.append((self.path, ca.payloads[self.path]))
                 except (ValueError, KeyError):
                     pass
                 self._send(ca._reply_for(self.path))
