@@ -29,6 +29,7 @@ from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.permissions import ADMIN, OPERATOR
 from issuance.api.query import QueryFilter
 from issuance.controllers.acme import health
+from issuance.controllers.acme.fallback import issued_by_many
 from issuance.fastpaths.prebuilt_fields import PrebuiltFieldsMixin
 from issuance.models import Certificate, CertificateState, Secret
 from issuance.specs import apply_certificate_ex
@@ -67,6 +68,7 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
     renewRequestedBy = serializers.CharField(source="renew_requested_by")
     lastError = serializers.CharField(source="last_error")
     caUnreachable = serializers.SerializerMethodField()
+    issuedBy = serializers.SerializerMethodField()
 
     @extend_schema_field(
         inline_serializer(
@@ -91,6 +93,32 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
             "error": outage.error,
             "reason": outage.reason,
         }
+
+    @extend_schema_field(
+        inline_serializer(
+            "CertificateIssuedBy",
+            {
+                "server": serializers.CharField(),
+                "fallback": serializers.IntegerField(),
+                "order": serializers.CharField(),
+            },
+            allow_null=True,
+        )
+    )
+    def get_issuedBy(self, obj: Certificate) -> dict[str, Any] | None:
+        """The ACME server that issued the newest certificate (`fallback`: 0 for the
+        issuer's first server, n for spec.acme.fallback[n-1]); null if not from ACME."""
+        if obj.revision is None:
+            return None  # never issued: no query (a new certificate's create answer)
+        cache = self.context.get("issued_by")
+        if cache is None:
+            # One query for the whole page (a list), not one per certificate.
+            page = getattr(self.root, "instance", None)
+            rows = page if isinstance(page, list | tuple) else [obj]
+            ids = [c.pk for c in rows if isinstance(c, Certificate) and c.revision is not None]
+            cache = issued_by_many(ids)
+            self.context["issued_by"] = cache
+        return cache.get(obj.pk)
 
 
 class CertificateSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):

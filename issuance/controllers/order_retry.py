@@ -53,7 +53,8 @@ def attempt_started(order: Order) -> datetime:
 
 def outage_during_attempt(order: Order) -> str:
     """The CA's outage that overlapped the current attempt, described; or ""."""
-    directory_url = str(order.issuer.kind_spec.get("server") or "")
+    # The server the attempt was made at (CA fallback), else the issuer's first.
+    directory_url = order.server or str(order.issuer.kind_spec.get("server") or "")
     if not directory_url:
         return ""
     row = (

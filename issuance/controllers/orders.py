@@ -47,8 +47,7 @@ from issuance.acme.client import AcmeClient
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
 from issuance.controllers import order_retry
-from issuance.controllers.acme import health, ratelimit
-from issuance.controllers.acme.accounts import client_for
+from issuance.controllers.acme import fallback, health, ratelimit
 from issuance.controllers.base import Result, TemporaryError
 from issuance.dbutil import guarded
 from issuance.models import (
@@ -80,10 +79,10 @@ def reconcile(order: Order) -> Result:
     issuer = order.issuer
     if issuer.kind != IssuerKind.ACME:
         return _fail(order, OrderState.ERRORED, f"Issuer {issuer.name} is not an ACME issuer")
-    client = client_for(issuer)
     try:
         if not order.url:
-            return _create(order, client)
+            return _create(order)
+        client = _client_of(order)
         if order.state == OrderState.VALID:
             return _download(order, client)
         if not _authorizations_loaded(order):
@@ -97,7 +96,10 @@ def reconcile(order: Order) -> Result:
         if exc.short_type == "accountDoesNotExist":
             from issuance.issuers.acme import account_lost
 
-            account_lost(issuer, exc.detail)
+            if order.server_index > 0:
+                fallback.forget_account(issuer, order.server)
+            else:
+                account_lost(issuer, exc.detail)
             raise TemporaryError(
                 f"the ACME account of {issuer.name} is gone; registering again",
                 delay=timedelta(seconds=5),
@@ -116,7 +118,18 @@ def _identifiers(order: Order) -> list[tuple[str, str]]:
     ]
 
 
-def _create(order: Order, client: AcmeClient) -> Result:
+def _client_of(order: Order) -> AcmeClient:
+    """The client at the server the Order's ACME order is (or was attempted) at."""
+    endpoint = fallback.endpoint_of(order)
+    if endpoint is None:
+        raise TemporaryError(
+            f"the issuer no longer lists {order.server}, where this order was made",
+            delay=PENDING_RECHECK,
+        )
+    return fallback.client_for_endpoint(order.issuer, endpoint)
+
+
+def _create(order: Order) -> Result:
     identifiers = _identifiers(order)
     if not identifiers:
         return _fail(order, OrderState.ERRORED, "the request names no DNS name or IP address")
@@ -127,6 +140,8 @@ def _create(order: Order, client: AcmeClient) -> Result:
         if kind == "dns" and select_solver(solvers, name, wildcard) is None:
             return _fail(order, OrderState.ERRORED, describe_no_solver(name, wildcard))
     if order.create_attempted_at is not None:
+        # Recovered at the server the attempt was made at, never elsewhere (fallback.py).
+        client = _client_of(order)
         adopted = _recover(order, client, identifiers)
         if adopted is not None:
             _store_acme_order(order, adopted)
@@ -138,11 +153,25 @@ def _create(order: Order, client: AcmeClient) -> Result:
             return _load_authorizations(order, client)
     # A paused or unreachable CA is not called at all, so nothing is "attempted" (no
     # recovery scan later). newOrder is never the probe of an unreachable CA.
-    ratelimit.check_not_paused(client.directory_url)
-    health.check_reachable(client.directory_url)
-    order.create_attempted_at = timezone.now()
-    order.save(update_fields=["create_attempted_at", "updated_at"])
-    acme_order = client.new_order(identifiers, order.spec.get("profile") or None)
+    for _ in range(len(fallback.endpoints(order.issuer)) + 1):
+        choice = fallback.choose(order)
+        client = choice.client
+        ratelimit.check_not_paused(client.directory_url)
+        health.check_reachable(client.directory_url)
+        fallback.store_choice(order, choice)
+        try:
+            acme_order = client.new_order(identifiers, fallback.profile_for(order, choice.endpoint))
+            break
+        except (AcmeProblemError, TemporaryError) as exc:
+            if fallback.is_refusal(exc) and isinstance(exc, AcmeProblemError):
+                if not fallback.record_refusal(order, choice.endpoint, exc):
+                    raise  # every server refused: the order fails with the last refusal
+            elif fallback.created_nothing(exc, choice.endpoint):
+                fallback.clear_attempt(order, choice.endpoint, str(exc))
+            else:
+                raise
+    else:
+        raise TemporaryError("no ACME server took the order", delay=timedelta(seconds=5))
     faults.checkpoint("order-after-new-order")
     _store_acme_order(order, acme_order)
     _event(order, "OrderCreated", f"Created ACME order {order.url} ({order.state})")
@@ -490,7 +519,11 @@ def _download(order: Order, client: AcmeClient, also: tuple[str, ...] = ()) -> R
     order.certificate_pem = pem
     order.reason = ""
     order.save(update_fields=["certificate_pem", "reason", "updated_at", *also])
-    _event(order, "Complete", "Order completed successfully; certificate chain downloaded")
+    _event(
+        order,
+        "Complete",
+        f"{fallback.issued_by_text(order)}: order completed, certificate chain downloaded",
+    )
     _complete_request(order)
     return Result.done()
 

@@ -41,6 +41,7 @@ CERT_STATUS_KEYS = {
     "renewRequestedBy",
     "lastError",
     "caUnreachable",
+    "issuedBy",
 }
 
 
