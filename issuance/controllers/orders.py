@@ -139,8 +139,12 @@ def _create(order: Order) -> Result:
         name = value.removeprefix("*.")
         if kind == "dns" and select_solver(solvers, name, wildcard) is None:
             return _fail(order, OrderState.ERRORED, describe_no_solver(name, wildcard))
+    pinned = None
     if order.create_attempted_at is not None:
-        # Recovered at the server the attempt was made at, never elsewhere (fallback.py).
+        # Recovered at the server the attempt was made at, never elsewhere (fallback.py);
+        # not found there, the order is asked of that same server again (a CA without an
+        # orders list, like Let's Encrypt, hands back the identical pending order).
+        pinned = fallback.endpoint_of(order)
         client = _client_of(order)
         adopted = _recover(order, client, identifiers)
         if adopted is not None:
@@ -154,7 +158,8 @@ def _create(order: Order) -> Result:
     # A paused or unreachable CA is not called at all, so nothing is "attempted" (no
     # recovery scan later). newOrder is never the probe of an unreachable CA.
     for _ in range(len(fallback.endpoints(order.issuer)) + 1):
-        choice = fallback.choose(order)
+        choice = fallback.choose(order, pinned)
+        pinned = None
         client = choice.client
         ratelimit.check_not_paused(client.directory_url)
         health.check_reachable(client.directory_url)

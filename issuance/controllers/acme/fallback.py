@@ -246,10 +246,13 @@ def _reachable(endpoint: Endpoint) -> bool:
     return not servers.read(endpoint.server, fresh=True).unreachable
 
 
-def choose(order: Order) -> Choice:
+def choose(order: Order, pinned: Endpoint | None = None) -> Choice:
     """The first of the issuer's servers that can take a new ACME order for this Order, or
-    TemporaryError (delay: the shortest wait) when none can now."""
+    TemporaryError (delay: the shortest wait) when none can now. `pinned`: the server of an
+    interrupted attempt, which must be asked again rather than another."""
     issuer = order.issuer
+    if pinned is not None:
+        return Choice(pinned, client_for_endpoint(issuer, pinned), [])
     refused = {str(r.get("server")) for r in order.server_refusals or []}
     now = timezone.now()
     skipped: list[str] = []
