@@ -29,7 +29,7 @@ from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.permissions import ADMIN, OPERATOR
 from issuance.api.query import QueryFilter
 from issuance.controllers.acme import health
-from issuance.controllers.acme.fallback import issued_by_many
+from issuance.controllers.acme.fallback import issued_by_many, with_issued_by
 from issuance.fastpaths.prebuilt_fields import PrebuiltFieldsMixin
 from issuance.models import Certificate, CertificateState, Secret
 from issuance.specs import apply_certificate_ex
@@ -108,17 +108,20 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
     def get_issuedBy(self, obj: Certificate) -> dict[str, Any] | None:
         """The ACME server that issued the newest certificate (`fallback`: 0 for the
         issuer's first server, n for spec.acme.fallback[n-1]); null if not from ACME."""
+        # Fields here are shared by every request (PrebuiltFieldsMixin): no context. Lists
+        # and details read the annotation of the queryset (with_issued_by); an object
+        # from elsewhere (a create or update answer) costs one query once issued.
+        if hasattr(obj, "issued_order"):
+            if not obj.issued_order:
+                return None
+            return {
+                "server": getattr(obj, "issued_server", ""),
+                "fallback": getattr(obj, "issued_index", 0),
+                "order": obj.issued_order,
+            }
         if obj.revision is None:
-            return None  # never issued: no query (a new certificate's create answer)
-        cache = self.context.get("issued_by")
-        if cache is None:
-            # One query for the whole page (a list), not one per certificate.
-            page = getattr(self.root, "instance", None)
-            rows = page if isinstance(page, list | tuple) else [obj]
-            ids = [c.pk for c in rows if isinstance(c, Certificate) and c.revision is not None]
-            cache = issued_by_many(ids)
-            self.context["issued_by"] = cache
-        return cache.get(obj.pk)
+            return None
+        return issued_by_many([obj.pk]).get(obj.pk)
 
 
 class CertificateSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
@@ -167,7 +170,7 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
     )
 
     def get_queryset(self) -> Any:
-        return Certificate.objects.order_by("name")
+        return with_issued_by(Certificate.objects.order_by("name"))
 
     @extend_schema(
         request=CertificateWriteSerializer,

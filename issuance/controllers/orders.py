@@ -82,7 +82,7 @@ def reconcile(order: Order) -> Result:
     try:
         if not order.url:
             return _create(order)
-        client = _client_of(order)
+        client = fallback.client_of_order(order)
         if order.state == OrderState.VALID:
             return _download(order, client)
         if not _authorizations_loaded(order):
@@ -118,17 +118,6 @@ def _identifiers(order: Order) -> list[tuple[str, str]]:
     ]
 
 
-def _client_of(order: Order) -> AcmeClient:
-    """The client at the server the Order's ACME order is (or was attempted) at."""
-    endpoint = fallback.endpoint_of(order)
-    if endpoint is None:
-        raise TemporaryError(
-            f"the issuer no longer lists {order.server}, where this order was made",
-            delay=PENDING_RECHECK,
-        )
-    return fallback.client_for_endpoint(order.issuer, endpoint)
-
-
 def _create(order: Order) -> Result:
     identifiers = _identifiers(order)
     if not identifiers:
@@ -145,7 +134,7 @@ def _create(order: Order) -> Result:
         # not found there, the order is asked of that same server again (a CA without an
         # orders list, like Let's Encrypt, hands back the identical pending order).
         pinned = fallback.endpoint_of(order)
-        client = _client_of(order)
+        client = fallback.client_of_order(order)
         adopted = _recover(order, client, identifiers)
         if adopted is not None:
             _store_acme_order(order, adopted)

@@ -20,7 +20,7 @@ from django.utils import timezone
 from issuance import events
 from issuance.acme.account import AccountConfigError
 from issuance.acme.errors import AcmeProblemError, AcmeUnreachableError, problem_type
-from issuance.controllers.acme import servers
+from issuance.controllers.acme import fallback, servers
 from issuance.controllers.acme.accounts import (
     account_config,
     client_for,
@@ -261,7 +261,7 @@ def outcome_of(request: CertificateRequest, order: Order) -> SignOutcome:
         blocks = split_pem_chain(order.certificate_pem)
         # As cert-manager for ACME: the CA is the chain's last certificate.
         ca_pem = blocks[-1] if len(blocks) > 1 else ""
-        _update_ari(request, order.certificate_pem)
+        _update_ari(request, order.certificate_pem, order)
         return SignOutcome(SignState.ISSUED, certificate_pem=order.certificate_pem, ca_pem=ca_pem)
     if order.is_final:
         type_, detail = split_problem(order.reason, order.state or "errored")
@@ -282,13 +282,15 @@ def ari_point(name: str, start: datetime, end: datetime) -> datetime:
     return start + (end - start) * (digest / 2**64)
 
 
-def _update_ari(request: CertificateRequest, chain_pem: str) -> None:
+def _update_ari(request: CertificateRequest, chain_pem: str, order: Order | None = None) -> None:
     """Record the CA's ARI suggestion on the Certificate (readiness prefers it), if offered."""
     certificate = request.certificate
     if certificate is None:
         return
     try:
-        window = client_for(request.issuer).renewal_info(chain_pem)
+        # Asked of the CA that issued it (CA fallback: not always the issuer's first).
+        client = fallback.client_of_order(order) if order else client_for(request.issuer)
+        window = client.renewal_info(chain_pem)
     except (TemporaryError, AcmeProblemError, ValueError) as exc:
         log.info("no ARI window for %s (kept as it was): %s", request.name, exc)
         return

@@ -30,6 +30,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import CharField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
 from issuance import events
@@ -40,7 +43,7 @@ from issuance.controllers.acme import health, ratelimit, servers
 from issuance.controllers.acme.accounts import _eab_hmac_key, client_for, ensure_account_key
 from issuance.controllers.acme.record import DATABASE_RECORD
 from issuance.controllers.base import TemporaryError
-from issuance.models import Event, Issuer, Order, OrderState, certificate_name_of
+from issuance.models import Certificate, Event, Issuer, Order, OrderState, certificate_name_of
 
 # Problems on newOrder that another CA may not have: its policy or limits for these names
 # (rejectedIdentifier, unsupportedIdentifier, caa, unauthorized), an account-level demand
@@ -125,6 +128,18 @@ def endpoint_of(order: Order) -> Endpoint | None:
         if endpoint.server == order.server:
             return endpoint
     return None
+
+
+def client_of_order(order: Order) -> AcmeClient:
+    """The client at the server the Order's ACME order is (or was attempted) at: its
+    challenges, finalize, download and ARI all go there."""
+    endpoint = endpoint_of(order)
+    if endpoint is None:
+        raise TemporaryError(
+            f"the issuer no longer lists {order.server}, where this order was made",
+            delay=CONFIG_RECHECK,
+        )
+    return client_for_endpoint(order.issuer, endpoint)
 
 
 def profile_for(order: Order, endpoint: Endpoint) -> str | None:
@@ -380,6 +395,25 @@ def issued_by_text(order: Order) -> str:
     server = order.server or str(order.issuer.kind_spec.get("server") or "")
     suffix = f" (fallback {order.server_index})" if order.server_index else ""
     return f"Issued by {server}{suffix}"
+
+
+def with_issued_by(certificates: QuerySet[Certificate]) -> QuerySet[Certificate]:
+    """Annotate each certificate with its newest valid ACME order's server (`issued_server`,
+    the issuer's first server for rows from before fallbacks), `issued_index` and
+    `issued_order` (None when none): a list page costs no query per certificate."""
+    newest = Order.objects.filter(
+        request__certificate=OuterRef("pk"), state=OrderState.VALID
+    ).order_by("-created_at", "-id")
+    server = Coalesce(
+        NullIf("server", Value("")),
+        KeyTextTransform("server", KeyTransform("acme", "issuer__spec")),
+        output_field=CharField(),
+    )
+    return certificates.annotate(
+        issued_server=Subquery(newest.annotate(issuing_server=server).values("issuing_server")[:1]),
+        issued_index=Subquery(newest.values("server_index")[:1]),
+        issued_order=Subquery(newest.values("name")[:1]),
+    )
 
 
 def issued_by_many(certificate_ids: list[int]) -> dict[int, dict[str, Any]]:
