@@ -30,6 +30,11 @@ AcmeUnreachableError (temporary) and the order waits for the CA's probe, which w
 may have made the order, so the recovery above runs before any new one is created. An
 order the CA itself fails after such an outage starts a new ACME order instead
 (order_retry.py).
+
+CA fallback (controllers/acme/fallback.py): the server is chosen per ACME order among the
+issuer's servers and stored on the row with `create_attempted_at`; the recovery above runs
+at that server only, and the order moves to another CA only when the newOrder certainly
+created nothing (a refusal, a pause, a connection never made).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from issuance.controllers import orders
 from issuance.controllers.acme import fallback, health, ratelimit
 from issuance.controllers.acme.accounts import ensure_account_key
 from issuance.controllers.base import TemporaryError
-from issuance.models import CertificateRequest, Event, Issuer, Order
+from issuance.models import AcmeServer, Certificate, CertificateRequest, Event, Issuer, Order
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from tests.acme.fakeca import FakeCA, Reply, problem
@@ -255,3 +255,45 @@ def test_an_interrupted_attempt_is_recovered_at_its_server_never_another(
     order.refresh_from_db()
     assert ca.hits["/new-order"] == 0 and second.hits["/new-order"] == 1
     assert order.server_index == 1 and order.url == f"{second.base}/order/1"
+
+
+def test_a_fallback_recorded_unreachable_is_probed_when_due_and_used(
+    ca: FakeCA, second: FakeCA, issuer: Issuer
+) -> None:
+    health.record_failure(ca.directory_url, "connection refused", probe=False)
+    health.record_failure(second.directory_url, "connection refused", probe=False)
+    AcmeServer.objects.filter(directory_url=second.directory_url).update(
+        probe_at=timezone.now() - timedelta(seconds=1)
+    )
+    health.forget()
+    second.on("/new-order", acme_order(second))
+    order = new_order(issuer)
+    orders.reconcile(order)
+    order.refresh_from_db()
+    assert second.hits["/dir"] >= 1, "the fallback was probed"
+    assert health.outage_of_server(second.directory_url) is None
+    assert order.server_index == 1 and order.url == f"{second.base}/order/1"
+
+
+def test_issued_by_annotation_names_the_server_of_the_newest_valid_order(
+    ca: FakeCA, second: FakeCA, issuer: Issuer
+) -> None:
+    old = new_order(issuer)
+    Order.objects.filter(pk=old.pk).update(state="valid")  # from before fallbacks: server ""
+    cert = fallback.with_issued_by(Certificate.objects.filter(name="c")).get()
+    assert (cert.issued_server, cert.issued_index, cert.issued_order) == (
+        ca.directory_url,
+        0,
+        old.name,
+    )
+    newer = new_order(issuer, revision=2)
+    Order.objects.filter(pk=newer.pk).update(
+        state="valid", server=second.directory_url, server_index=1
+    )
+    cert = fallback.with_issued_by(Certificate.objects.filter(name="c")).get()
+    assert (cert.issued_server, cert.issued_index, cert.issued_order) == (
+        second.directory_url,
+        1,
+        newer.name,
+    )
+    assert fallback.issued_by_many([cert.pk])[cert.pk]["fallback"] == 1

@@ -171,7 +171,7 @@ def _config(endpoint: Endpoint) -> AccountConfig:
 
 
 _clients_lock = threading.Lock()
-_clients: dict[tuple[int, str, str, str], AcmeClient] = {}
+_clients: dict[tuple[int, str, str, str, TLSOptions], AcmeClient] = {}
 
 
 def client_for_endpoint(issuer: Issuer, endpoint: Endpoint) -> AcmeClient:
@@ -185,7 +185,14 @@ def client_for_endpoint(issuer: Issuer, endpoint: Endpoint) -> AcmeClient:
     known = (issuer.acme_fallback_accounts or {}).get(endpoint.server) or {}
     uri = str(known.get("uri") or "") if known.get("fingerprint") == fingerprint else ""
     if uri and issuer.acme_account_key_ciphertext:
-        cache_key = (issuer.pk, endpoint.server, uri, issuer.acme_account_key_ciphertext[-16:])
+        # A changed caBundle / skipTLSVerify makes a new client (new connections).
+        cache_key = (
+            issuer.pk,
+            endpoint.server,
+            uri,
+            issuer.acme_account_key_ciphertext[-16:],
+            endpoint.tls,
+        )
         with _clients_lock:
             client = _clients.get(cache_key)
         if client is None:
@@ -381,7 +388,7 @@ def store_choice(order: Order, choice: Choice) -> None:
     order.server_index = choice.endpoint.index
     order.create_attempted_at = timezone.now()
     order.save(update_fields=["server", "server_index", "create_attempted_at", "updated_at"])
-    if choice.endpoint.index > 0:
+    if choice.endpoint.index > 0 and choice.skipped:
         _event(
             order,
             "FallbackServer",
