@@ -196,6 +196,18 @@ class ExternalAccountBinding(TypedDict, total=False):
     hmacKey: str
 
 
+class AcmeFallbackServer(TypedDict, total=False):
+    """One of `spec.acme.fallback`: a further ACME server, asked in order when the ones
+    before it are unreachable, paused or refuse the order (controllers/acme/fallback.py)."""
+
+    server: str  # required by validation
+    email: str
+    externalAccountBinding: ExternalAccountBinding
+    profile: str
+    caBundle: str
+    skipTLSVerify: bool
+
+
 class AcmeIssuerSpec(TypedDict, total=False):
     """`spec.acme`. `server` is required by validation (left out only when given as null)."""
 
@@ -209,6 +221,7 @@ class AcmeIssuerSpec(TypedDict, total=False):
     preferredChain: str
     externalAccountBinding: ExternalAccountBinding
     solvers: list[SolverSpec]
+    fallback: list[AcmeFallbackServer]
 
 
 class CaIssuerSpec(TypedDict, total=False):

@@ -87,6 +87,9 @@ class AcmeUnreachableError(AcmeTemporaryError):
     """
 
     REASON = "CAUnreachable"
+    # False when the request that failed was certainly never sent (the connection was
+    # refused or never made), so nothing was created at the CA (CA fallback relies on it).
+    request_sent = True
 
     def __init__(
         self,

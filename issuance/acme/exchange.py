@@ -27,6 +27,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 import requests
+import urllib3
 from django.utils import timezone
 
 from issuance.acme.errors import (
@@ -34,6 +35,7 @@ from issuance.acme.errors import (
     RATE_LIMITED,
     AcmeProblemError,
     AcmeTemporaryError,
+    AcmeUnreachableError,
     problem_type,
 )
 from issuance.controllers.base import TemporaryError
@@ -161,7 +163,10 @@ def _send(
         result, error = failure
         _count(record, directory_url, action, result)
         log.warning("ACME %s %s: no answer: %s", action, url, error)
-        raise record.no_answer(directory_url, error, probe=probe) from None
+        unanswered = record.no_answer(directory_url, error, probe=probe)
+        if isinstance(unanswered, AcmeUnreachableError) and _never_connected(exc):
+            unanswered.request_sent = False
+        raise unanswered from None
     record.answered(directory_url, probe=probe)
     return response
 
@@ -266,3 +271,29 @@ def _os_error(exc: BaseException) -> str:
         nested += [e for e in (current.__cause__, current.__context__) if e is not None]
         todo.extend(nested)
     return fallback
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """The failure happened while connecting (refused, connect timeout): no byte of the
+    request left, so the CA cannot have acted on it."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(
+            current,
+            urllib3.exceptions.NewConnectionError
+            | urllib3.exceptions.ConnectTimeoutError
+            | ConnectionRefusedError,
+        ):
+            return True
+        nested = [a for a in current.args if isinstance(a, BaseException)]
+        reason = getattr(current, "reason", None)
+        if isinstance(reason, BaseException):
+            nested.append(reason)
+        nested += [e for e in (current.__cause__, current.__context__) if e is not None]
+        todo.extend(nested)
+    return False

@@ -31,6 +31,7 @@ from issuance.api.fields import ObjectField, ObjectListField
 from issuance.api.permissions import ADMIN, OPERATOR
 from issuance.api.query import QueryFilter
 from issuance.controllers.acme import health
+from issuance.controllers.acme.fallback import issued_by_many, with_issued_by
 from issuance.fastpaths.prebuilt_fields import PrebuiltFieldsMixin
 from issuance.models import (
     REASONS,
@@ -78,6 +79,7 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
     renewRequestedBy = serializers.CharField(source="renew_requested_by")
     lastError = serializers.CharField(source="last_error")
     caUnreachable = serializers.SerializerMethodField()
+    issuedBy = serializers.SerializerMethodField()
 
     @extend_schema_field(
         inline_serializer(
@@ -133,6 +135,35 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
             "error": outage.error,
             "reason": outage.reason,
         }
+
+    @extend_schema_field(
+        inline_serializer(
+            "CertificateIssuedBy",
+            {
+                "server": serializers.CharField(),
+                "fallback": serializers.IntegerField(),
+                "order": serializers.CharField(),
+            },
+            allow_null=True,
+        )
+    )
+    def get_issuedBy(self, obj: Certificate) -> dict[str, Any] | None:
+        """The ACME server that issued the newest certificate (`fallback`: 0 for the
+        issuer's first server, n for spec.acme.fallback[n-1]); null if not from ACME."""
+        # Fields here are shared by every request (PrebuiltFieldsMixin): no context. Lists
+        # and details read the annotation of the queryset (with_issued_by); an object
+        # from elsewhere (a create or update answer) costs one query once issued.
+        if hasattr(obj, "issued_order"):
+            if not obj.issued_order:
+                return None
+            return {
+                "server": getattr(obj, "issued_server", ""),
+                "fallback": getattr(obj, "issued_index", 0),
+                "order": obj.issued_order,
+            }
+        if obj.revision is None:
+            return None
+        return issued_by_many([obj.pk]).get(obj.pk)
 
 
 class CertificateSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
@@ -208,7 +239,7 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
     )
 
     def get_queryset(self) -> Any:
-        return Certificate.objects.order_by("name")
+        return with_issued_by(Certificate.objects.order_by("name"))
 
     @extend_schema(
         request=CertificateWriteSerializer,

@@ -59,9 +59,13 @@ FINAL_AUTHZ = {
 
 
 def _client(challenge: Challenge) -> Any:
-    from issuance.controllers.acme.accounts import client_for
+    from issuance.controllers.acme.fallback import client_of_order
 
-    return client_for(challenge.issuer)
+    # The server the order was made at (CA fallback: not always the issuer's first).
+    order = challenge.order
+    if order.issuer_id == challenge.issuer_id:
+        order.issuer = challenge.issuer  # loaded with the challenge: no query for the same row
+    return client_of_order(order)
 
 
 def _event(challenge: Challenge, reason: str, message: str, warning: bool = False) -> None:

@@ -43,7 +43,8 @@ def attempt_started(order: Order) -> datetime:
 
 def outage_during_attempt(order: Order) -> str:
     """The CA's outage that overlapped the current attempt, described; or ""."""
-    directory_url = str(order.issuer.acme_spec.get("server") or "")
+    # The server the attempt was made at (CA fallback), else the issuer's first.
+    directory_url = order.server or order.issuer.acme_spec.get("server", "")
     if not directory_url:
         return ""
     row = (

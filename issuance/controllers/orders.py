@@ -30,6 +30,11 @@ AcmeUnreachableError (temporary) and the order waits for the CA's probe, which w
 may have made the order, so the recovery above runs before any new one is created. An
 order the CA itself fails after such an outage starts a new ACME order instead
 (order_retry.py).
+
+CA fallback (controllers/acme/fallback.py): the server is chosen per ACME order among the
+issuer's servers and stored on the row with `create_attempted_at`; the recovery above runs
+at that server only, and the order moves to another CA only when the newOrder certainly
+created nothing (a refusal, a pause, a connection never made).
 """
 
 from __future__ import annotations
@@ -47,8 +52,7 @@ from issuance.acme.client import AcmeClient
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
 from issuance.controllers import order_retry
-from issuance.controllers.acme import health, ratelimit
-from issuance.controllers.acme.accounts import client_for
+from issuance.controllers.acme import fallback, health, ratelimit
 from issuance.controllers.base import Result, TemporaryError
 from issuance.dbutil import guarded
 from issuance.models import (
@@ -81,10 +85,10 @@ def reconcile(order: Order) -> Result:
     issuer = order.issuer
     if issuer.kind != IssuerKind.ACME:
         return _fail(order, OrderState.ERRORED, f"Issuer {issuer.name} is not an ACME issuer")
-    client = client_for(issuer)
     try:
         if not order.url:
-            return _create(order, client)
+            return _create(order)
+        client = fallback.client_of_order(order)
         if order.state == OrderState.VALID:
             return _download(order, client)
         if not _authorizations_loaded(order):
@@ -98,7 +102,10 @@ def reconcile(order: Order) -> Result:
         if exc.short_type == "accountDoesNotExist":
             from issuance.issuers.acme import account_lost
 
-            account_lost(issuer, exc.detail)
+            if order.server_index > 0:
+                fallback.forget_account(issuer, order.server)
+            else:
+                account_lost(issuer, exc.detail)
             raise TemporaryError(
                 f"the ACME account of {issuer.name} is gone; registering again",
                 delay=timedelta(seconds=5),
@@ -117,7 +124,7 @@ def _identifiers(order: Order) -> list[tuple[str, str]]:
     ]
 
 
-def _create(order: Order, client: AcmeClient) -> Result:
+def _create(order: Order) -> Result:
     identifiers = _identifiers(order)
     if not identifiers:
         return _fail(order, OrderState.ERRORED, "the request names no DNS name or IP address")
@@ -127,7 +134,13 @@ def _create(order: Order, client: AcmeClient) -> Result:
         name = value.removeprefix("*.")
         if kind == "dns" and select_solver(solvers, name, wildcard) is None:
             return _fail(order, OrderState.ERRORED, describe_no_solver(name, wildcard))
+    pinned = None
     if order.create_attempted_at is not None:
+        # Recovered at the server the attempt was made at, never elsewhere (fallback.py);
+        # not found there, the order is asked of that same server again (a CA without an
+        # orders list, like Let's Encrypt, hands back the identical pending order).
+        pinned = fallback.endpoint_of(order)
+        client = fallback.client_of_order(order)
         adopted = _recover(order, client, identifiers)
         if adopted is not None:
             _store_acme_order(order, adopted)
@@ -139,11 +152,28 @@ def _create(order: Order, client: AcmeClient) -> Result:
             return _load_authorizations(order, client)
     # A paused or unreachable CA is not called at all, so nothing is "attempted" (no
     # recovery scan later). newOrder is never the probe of an unreachable CA.
-    ratelimit.check_not_paused(client.directory_url)
-    health.check_reachable(client.directory_url)
-    order.create_attempted_at = timezone.now()
-    order.save(update_fields=["create_attempted_at", "updated_at"])
-    acme_order = _new_order(order, client, identifiers)
+    for _ in range(len(fallback.endpoints(order.issuer)) + 1):
+        choice = fallback.choose(order, pinned)
+        pinned = None
+        client = choice.client
+        ratelimit.check_not_paused(client.directory_url)
+        health.check_reachable(client.directory_url)
+        fallback.store_choice(order, choice)
+        try:
+            acme_order = _new_order(
+                order, client, identifiers, fallback.profile_for(order, choice.endpoint)
+            )
+            break
+        except (AcmeProblemError, TemporaryError) as exc:
+            if fallback.is_refusal(exc) and isinstance(exc, AcmeProblemError):
+                if not fallback.record_refusal(order, choice.endpoint, exc):
+                    raise  # every server refused: the order fails with the last refusal
+            elif fallback.created_nothing(exc, choice.endpoint):
+                fallback.clear_attempt(order, choice.endpoint, str(exc))
+            else:
+                raise
+    else:
+        raise TemporaryError("no ACME server took the order", delay=timedelta(seconds=5))
     faults.checkpoint("order-after-new-order")
     _store_acme_order(order, acme_order)
     _event(order, "OrderCreated", f"Created ACME order {order.url} ({order.state})")
@@ -160,12 +190,11 @@ def _replaces_refused(exc: AcmeProblemError) -> bool:
 
 
 def _new_order(
-    order: Order, client: AcmeClient, identifiers: list[tuple[str, str]]
+    order: Order, client: AcmeClient, identifiers: list[tuple[str, str]], profile: str | None
 ) -> dict[str, Any]:
     """newOrder with `replaces` (the ARI id of the certificate being renewed) when the spec
     has one; if the CA refuses that field, once more without it. The refused call created
     no order, so the retry cannot make a second one."""
-    profile = order.typed_spec.get("profile") or None
     replaces = order.typed_spec.get("replaces") or None
     try:
         return client.new_order(identifiers, profile, replaces=replaces)
@@ -524,7 +553,11 @@ def _download(order: Order, client: AcmeClient, also: tuple[str, ...] = ()) -> R
     order.certificate_pem = pem
     order.reason = ""
     order.save(update_fields=["certificate_pem", "reason", "updated_at", *also])
-    _event(order, "Complete", "Order completed successfully; certificate chain downloaded")
+    _event(
+        order,
+        "Complete",
+        f"{fallback.issued_by_text(order)}: order completed, certificate chain downloaded",
+    )
     _complete_request(order)
     return Result.done()
 

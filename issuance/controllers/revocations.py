@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from issuance import actions, events, faults
 from issuance.acme.errors import AcmeProblemError
-from issuance.controllers.acme.accounts import client_for
+from issuance.controllers.acme import fallback
 from issuance.controllers.base import Result
 from issuance.models import Certificate, Event, IssuerKind, Revocation, RevocationState
 from issuance.pki.encryption import decrypt_text
@@ -42,7 +42,8 @@ def reconcile(revocation: Revocation) -> Result:
         # Only ACME revocations are left Pending (actions.revoke); nothing to send.
         _finish(revocation, RevocationState.REVOKED, "")
         return Result.done()
-    client = client_for(issuer)  # TemporaryError until the account is registered
+    # At the CA that issued it (CA fallback); TemporaryError until the account exists.
+    client = fallback.client_of_certificate(issuer, revocation.certificate_pem)
     key_pem, signed_by = _signing_key(revocation)
     try:
         fresh = client.revoke_cert(

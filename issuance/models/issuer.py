@@ -41,6 +41,9 @@ class Issuer(Resource, Reconciled):
     acme_account_key_ciphertext = models.TextField(blank=True, default="")
     # What the account was registered for (server + email + EAB key id), to re-register on change.
     acme_account_fingerprint = models.CharField(max_length=128, blank=True, default="")
+    # Accounts at the fallback ACME servers (spec.acme.fallback), registered lazily with
+    # the same account key: {directory URL: {"uri": ..., "fingerprint": ...}}.
+    acme_fallback_accounts = models.JSONField(default=dict, blank=True)
     status_message = models.TextField(blank=True, default="")
 
     class Meta(Reconciled.Meta):

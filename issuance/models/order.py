@@ -49,6 +49,15 @@ class Order(ImmutableSpecMixin, Resource, Reconciled):
     create_attempted_at = models.DateTimeField(null=True, blank=True)
     # ACME orders given up because the CA failed them after an outage (order_retry.py).
     restarts = models.JSONField(default=list, blank=True)
+    # Which of the issuer's ACME servers the current ACME order is made at (directory URL;
+    # "" = the issuer's first server, for rows made before fallbacks) and its place in the
+    # list (0 = spec.acme.server, 1 = fallback[0], ...). Stored with create_attempted_at,
+    # before newOrder, so a crash never leads to a second order at another CA.
+    server = models.CharField(max_length=1024, blank=True, default="")
+    server_index = models.PositiveSmallIntegerField(default=0)
+    # Servers that refused this order's newOrder (controllers/acme/fallback.py): {server,
+    # index, reason, at}; not asked again for this Order.
+    server_refusals = models.JSONField(default=list, blank=True)
 
     class Meta(Reconciled.Meta):
         ordering = ["-created_at", "-id"]

@@ -9,6 +9,7 @@ from typing import Any, cast
 from cryptography import x509
 
 from issuance.shapes import (
+    AcmeFallbackServer,
     AcmeIssuerSpec,
     Dns01Spec,
     ExternalAccountBinding,
@@ -45,7 +46,18 @@ ACME_FIELDS = (
     "disableAccountKeyGeneration",
     "enableDurationFeature",
     "solvers",
+    "fallback",
 )
+FALLBACK_FIELDS = (
+    "server",
+    "email",
+    "externalAccountBinding",
+    "profile",
+    "caBundle",
+    "skipTLSVerify",
+)
+# More would only delay the answer that every CA is down.
+MAX_FALLBACKS = 5
 TSIG_ALGORITHMS = ("HMACMD5", "HMACSHA1", "HMACSHA256", "HMACSHA512")
 EAB_ALGORITHMS = ("HS256", "HS384", "HS512")
 # cert-manager's dns01 blocks dns-lexicon cannot serve (specs/dns_providers.py says why).
@@ -82,7 +94,12 @@ def _ca_bundle(value: Any, where: str, errors: Errors) -> str | None:
 
 
 def _eab(
-    value: Any, path: str, errors: Errors, issuer: str, secrets: list[SecretWrite]
+    value: Any,
+    path: str,
+    errors: Errors,
+    issuer: str,
+    secrets: list[SecretWrite],
+    secret_name: str = "",
 ) -> ExternalAccountBinding | None:
     eab = check_object(value, path, errors, ("keyID", "keySecretRef", "keyAlgorithm", "hmacKey"))
     if eab is None:
@@ -108,7 +125,7 @@ def _eab(
     else:
         hmac = opt_str(eab, "hmacKey", path, errors, max_len=1024)
         if hmac and decode_base64(hmac, f"{path}.hmacKey", errors, urlsafe=True) is not None:
-            name = f"{issuer}-eab"
+            name = secret_name or f"{issuer}-eab"
             secrets.append(
                 SecretWrite(name, f"{path}.hmacKey", type=OPAQUE, data={"secret": hmac.strip()})
             )
@@ -363,8 +380,82 @@ def validate_acme(
         )
         if eab:
             out["externalAccountBinding"] = eab
+    fallback = validate_fallback(acme, path, errors, issuer, secrets)
+    if fallback:
+        out["fallback"] = fallback
     if opt_list(acme, "solvers", path, errors) is not None:
         out["solvers"] = validate_solvers(
             acme["solvers"], f"{path}.solvers", errors, issuer, secrets
         )
+    return out
+
+
+def _fallback_server(
+    value: Any, where: str, errors: Errors, issuer: str, index: int, secrets: list[SecretWrite]
+) -> AcmeFallbackServer | None:
+    """One entry of `fallback`: another CA to order from (controllers/acme/fallback.py)."""
+    entry = check_object(value, where, errors, FALLBACK_FIELDS)
+    if entry is None:
+        return None
+    out: AcmeFallbackServer = {}
+    server = opt_str(entry, "server", where, errors, max_len=1024)
+    if "server" not in entry:
+        errors.add(f"{where}.server", "is required (the ACME directory URL)")
+    if server and https_url(server, f"{where}.server", errors):
+        out["server"] = server
+    email = opt_str(entry, "email", where, errors, max_len=254)
+    if email:
+        problem = email_problem(email)
+        if problem:
+            errors.add(f"{where}.email", problem)
+        else:
+            out["email"] = email
+    profile = opt_str(entry, "profile", where, errors, max_len=256)
+    if profile:
+        out["profile"] = profile
+    if entry.get("caBundle") is not None:
+        bundle = _ca_bundle(entry["caBundle"], f"{where}.caBundle", errors)
+        if bundle:
+            out["caBundle"] = bundle
+    flag = opt_bool(entry, "skipTLSVerify", where, errors)
+    if flag is not None:
+        out["skipTLSVerify"] = flag
+    if "externalAccountBinding" in entry:
+        eab = _eab(
+            entry["externalAccountBinding"],
+            f"{where}.externalAccountBinding",
+            errors,
+            issuer,
+            secrets,
+            secret_name=f"{issuer}-eab-fallback-{index}",
+        )
+        if eab:
+            out["externalAccountBinding"] = eab
+    return out
+
+
+def validate_fallback(
+    acme: dict[str, Any], path: str, errors: Errors, issuer: str, secrets: list[SecretWrite]
+) -> list[AcmeFallbackServer] | None:
+    """`fallback: [{server, email, externalAccountBinding, profile, caBundle?,
+    skipTLSVerify?}]`: further ACME servers, asked in order when the ones before them are
+    unreachable, paused or refuse the order."""
+    items = opt_list(acme, "fallback", path, errors)
+    if items is None:
+        return None
+    where = f"{path}.fallback"
+    if len(items) > MAX_FALLBACKS:
+        errors.add(where, f"at most {MAX_FALLBACKS} fallback servers")
+        return None
+    seen = {str(acme.get("server") or "")}
+    out = []
+    for i, item in enumerate(items):
+        entry = _fallback_server(item, f"{where}[{i}]", errors, issuer, i, secrets)
+        if entry is None:
+            continue
+        if entry.get("server") in seen:
+            errors.add(f"{where}[{i}].server", "is already listed (each server once)")
+            continue
+        seen.add(str(entry.get("server") or ""))
+        out.append(entry)
     return out

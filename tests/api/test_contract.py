@@ -42,6 +42,7 @@ CERT_STATUS_KEYS = {
     "lastError",
     "caUnreachable",
     "renewalInfo",
+    "issuedBy",
 }
 
 

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from issuance import events
 from issuance.acme.certs import ari_cert_id
 from issuance.acme.errors import AcmeProblemError
-from issuance.controllers.acme.accounts import client_for
+from issuance.controllers.acme import fallback
 from issuance.controllers.base import TemporaryError
 from issuance.models import Certificate, CertificateRequest, Event, Issuer, Secret
 
@@ -92,7 +92,8 @@ def poll(cert: Certificate, issuer: Issuer, chain_pem: str, now: datetime) -> Po
     """Read the CA's renewalInfo for the current certificate into the ARI fields (not
     saved: the caller writes them with the renewal time that follows from them)."""
     try:
-        info = client_for(issuer).fetch_renewal_info(chain_pem)
+        # Asked of the CA that issued it (CA fallback: not always the issuer's first).
+        info = fallback.client_of_certificate(issuer, chain_pem).fetch_renewal_info(chain_pem)
     except TemporaryError as exc:
         # CA paused, unreachable or no account yet: ask again after the shortest interval.
         log.info("renewalInfo for %s not read (%s); again in about an hour", cert.name, exc)
