@@ -137,7 +137,7 @@ def test_decision_without_a_body(world: dict[str, Any], approver: Any) -> None:
 
 def test_huge_expiration_is_a_400(world: dict[str, Any], operator: Any) -> None:
     """timedelta(seconds=10**15) overflows: it used to be a 500."""
-    from tests.api.conftest import csr_pem
+    from tests.factories import csr_pem
 
     spec = {"request": csr_pem(), "issuerRef": {"name": "ca"}, "expirationSeconds": 10**15}
     response = operator.post("/api/v1/certificaterequests/", {"spec": spec}, format="json")

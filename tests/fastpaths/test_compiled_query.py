@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from issuance.fastpaths.compiled_query import CompiledQuery, compiled
 from issuance.models import Certificate, Issuer
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 STAND_IN = "\x00name"
 
 
-def by_name(name: str) -> object:
+def by_name(name: str) -> QuerySet[Certificate]:
     return Certificate.objects.filter(name=name).select_related("issuer").order_by()
 
 

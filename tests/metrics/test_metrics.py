@@ -18,21 +18,22 @@ from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db
 
+# Each sample's labels and value, by sample name.
+Samples = dict[str, list[tuple[dict[str, str], float]]]
 
-def scrape(
-    client: Client | None = None, **extra: Any
-) -> dict[str, list[tuple[dict[str, str], float]]]:
+
+def scrape(client: Client | None = None, **extra: Any) -> Samples:
     response = (client or Client()).get("/metrics", **extra)
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain; version=")
-    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    samples: Samples = {}
     for family in text_string_to_metric_families(response.content.decode()):
         for sample in family.samples:
             samples.setdefault(sample.name, []).append((sample.labels, sample.value))
     return samples
 
 
-def value(samples: dict[str, Any], metric: str, /, **labels: str) -> float:
+def value(samples: Samples, metric: str, /, **labels: str) -> float:
     matches = [
         v for lab, v in samples.get(metric, []) if all(lab.get(k) == x for k, x in labels.items())
     ]
@@ -60,12 +61,12 @@ def test_other_addresses_are_refused(settings: Any) -> None:
 
 def test_bearer_token(settings: Any) -> None:
     settings.METRICS_TOKEN = "s3cret-scrape-token"
-    far = {"REMOTE_ADDR": "203.0.113.7"}
-    ok = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token", **far)
+    far = "203.0.113.7"
+    ok = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token", REMOTE_ADDR=far)
     assert ok.status_code == 200
     assert b"issuance_certificates" in ok.content
     for header in ("Bearer wrong", "s3cret-scrape-token", "Basic s3cret-scrape-token", ""):
-        response = Client().get("/metrics", HTTP_AUTHORIZATION=header, **far)
+        response = Client().get("/metrics", HTTP_AUTHORIZATION=header, REMOTE_ADDR=far)
         assert response.status_code == 403, header
 
 
