@@ -6,6 +6,7 @@ from io import StringIO
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
@@ -17,7 +18,7 @@ from tests.helpers import drain
 pytestmark = pytest.mark.django_db
 
 
-def test_queue_page_shows_each_check_and_the_failing_one(role_users: dict) -> None:
+def test_queue_page_shows_each_check_and_the_failing_one(role_users: dict[str, User]) -> None:
     issuer = issuer_with({"rules": RULES})
     external(issuer, name="node-2-serving", cn="system:node:node-2")
     drain()
@@ -63,7 +64,7 @@ def test_certctl_decides_for_every_source(source: str) -> None:
     assert denied.message == "Unknown: who?"
 
 
-def test_api_shows_the_policy_verdict(role_users: dict, api_client_for: Any) -> None:
+def test_api_shows_the_policy_verdict(role_users: dict[str, User], api_client_for: Any) -> None:
     issuer = issuer_with({"rules": RULES})
     external(issuer, name="node-3-serving", ips=("192.168.7.7",))
     drain()

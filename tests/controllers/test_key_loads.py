@@ -163,9 +163,10 @@ def test_the_next_key_is_generated_once_per_revision_and_kept_across_retries(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from issuance.controllers import issuing
+    from issuance.pki import keys
 
     made: list[str] = []
-    real = issuing.generate_private_key
+    real = keys.generate_private_key
 
     def counted(spec: Any) -> Any:
         made.append(str(spec))

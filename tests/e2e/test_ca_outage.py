@@ -182,6 +182,7 @@ def run_outage(
         assert pending, "some certificates are still being issued when the CA goes away"
 
         record = wait_for(lambda: outage_record(url), 45, "the CA recorded unreachable")
+        assert record.unreachable_since is not None
         first_failure: datetime = record.unreachable_since
         views = Views(viewer, issuer, [c.name for c in pending])
         wait_for(lambda: views.show_outage(errors), 30, "the outage shown everywhere")

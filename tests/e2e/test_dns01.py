@@ -9,6 +9,7 @@ checks the chain against Pebble's root and that the TXT records are gone afterwa
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -113,10 +114,15 @@ def test_dns01_rfc2136_wildcard_and_base_name(
         ("example.test", False),
         ("example.test", True),
     ]
+
     # The scheduler ran them one after the other (same dnsName and type).
-    first, second = sorted(challenges, key=lambda c: c.scheduled_at)
+    def scheduled(c: Challenge) -> datetime:
+        assert c.scheduled_at is not None, f"{c.name} never scheduled"
+        return c.scheduled_at
+
+    first, second = sorted(challenges, key=scheduled)
     first_valid = Event.objects.get(name=first.name, reason="Valid").created_at
-    assert second.scheduled_at >= first_valid
+    assert scheduled(second) >= first_valid
     assert bind.txt("_acme-challenge.example.test") == []
 
 

@@ -81,7 +81,9 @@ def wait_authz_valid(chal: Challenge) -> None:
 
 def finish_with_worker(chal: Challenge, drive: Any, settings: Any) -> Challenge:
     settings.MAX_CONCURRENT_CHALLENGES = 60
-    cert_name = chal.order.request.certificate.name
+    certificate = chal.order.request.certificate
+    assert certificate is not None
+    cert_name = certificate.name
 
     def done() -> bool:
         c = Challenge.objects.get(pk=chal.pk)
