@@ -250,7 +250,9 @@ def test_metrics_report_the_outage_and_requests_per_server(ca: FakeCA) -> None:
     since = REGISTRY.get_sample_value(
         "issuance_acme_server_unreachable_since_timestamp_seconds", labels
     )
-    assert since == pytest.approx(server(ca).unreachable_since.timestamp())  # type: ignore[union-attr]
+    unreachable_since = server(ca).unreachable_since
+    assert unreachable_since is not None
+    assert since == pytest.approx(unreachable_since.timestamp())
     assert REGISTRY.get_sample_value("issuance_acme_server_outage_failed_requests", labels) == 1
     sent = REGISTRY.get_sample_value(
         "issuance_acme_server_requests_total", {"server": url, "result": "network_error"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from django.db import connection
@@ -38,7 +39,8 @@ def test_pebble_validates_through_the_standalone_solver(
                 cursor.execute("PRAGMA read_uncommitted = 1")
         original(self, with_body)
 
-    SolverHandler._answer = counting  # type: ignore[method-assign]
+    answering = patch.object(SolverHandler, "_answer", counting)
+    answering.start()
     server = make_server("127.0.0.1", stack.http_port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -54,7 +56,7 @@ def test_pebble_validates_through_the_standalone_solver(
             120,
         )
     finally:
-        SolverHandler._answer = original  # type: ignore[method-assign]
+        answering.stop()
         server.shutdown()
         server.server_close()
     cert = Certificate.objects.get(name="via-solver")

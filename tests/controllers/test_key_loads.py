@@ -16,6 +16,7 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
@@ -168,7 +169,7 @@ def test_the_next_key_is_generated_once_per_revision_and_kept_across_retries(
     made: list[str] = []
     real = keys.generate_private_key
 
-    def counted(spec: Any) -> Any:
+    def counted(spec: dict[str, Any] | None) -> CertificateIssuerPrivateKeyTypes:
         made.append(str(spec))
         return real(spec)
 

@@ -97,7 +97,7 @@ def viewer_cookie(make_user: Callable[..., User]) -> str:
     return session_cookie(make_user("viewer-ws", "viewer"))
 
 
-def test_database_url() -> str:
+def server_database_url() -> str:
     """This run's test database as a DATABASE_URL for a server process (PostgreSQL, or a
     file SQLite database)."""
     from django.db import connection
@@ -110,9 +110,6 @@ def test_database_url() -> str:
     auth = f"{user}:{quote(str(password))}@" if password else (f"{user}@" if user else "")
     host = db.get("HOST") or "127.0.0.1"
     return f"postgresql://{auth}{host}:{db.get('PORT') or 5432}/{db['NAME']}"
-
-
-test_database_url.__test__ = False  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -133,7 +130,7 @@ def serve_with_redis(
 
     def start() -> App:
         env = {
-            "DATABASE_URL": test_database_url(),
+            "DATABASE_URL": server_database_url(),
             "SECRET_KEY": settings.SECRET_KEY,
             "KEY_ENCRYPTION_KEY": settings.KEY_ENCRYPTION_KEY,
             "REDIS_URL": private_redis.url,

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from django.http import FileResponse
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -286,7 +287,8 @@ def test_static_files_are_served(client_for: ClientFor) -> None:
     # WhiteNoise serves /static/ from the finders (no collectstatic), as under uvicorn.
     response = client_for(None).get("/static/css/console.css")
     assert response.status_code == 200
-    body = b"".join(response.streaming_content)  # type: ignore[attr-defined]
+    assert isinstance(response, FileResponse)
+    body = b"".join(response.streaming_content)
     assert b".badge" in body
 
 
