@@ -12,8 +12,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from issuance.acme import client as acme_client
 from issuance.acme.errors import AcmeUnreachableError
@@ -305,7 +307,7 @@ def test_pages_and_api_show_the_outage_escaped(
 
 
 @pytest.fixture
-def client_for_role(role_users: dict[str, Any]) -> Callable[[str], Client]:
+def client_for_role(role_users: dict[str, User]) -> Callable[[str], Client]:
     def make(role: str) -> Client:
         web = Client()
         web.force_login(role_users[role])
@@ -315,7 +317,9 @@ def client_for_role(role_users: dict[str, Any]) -> Callable[[str], Client]:
 
 
 @pytest.fixture
-def api_viewer(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def api_viewer(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> Any:
     return api_client_for(role_users["viewer"])
 
 

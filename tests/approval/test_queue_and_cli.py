@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from io import StringIO
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from issuance.models import Approval, Event
 from tests.approval.test_policy import RULES, external, issuer_with
@@ -64,7 +65,9 @@ def test_certctl_decides_for_every_source(source: str) -> None:
     assert denied.message == "Unknown: who?"
 
 
-def test_api_shows_the_policy_verdict(role_users: dict[str, User], api_client_for: Any) -> None:
+def test_api_shows_the_policy_verdict(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> None:
     issuer = issuer_with({"rules": RULES})
     external(issuer, name="node-3-serving", ips=("192.168.7.7",))
     drain()

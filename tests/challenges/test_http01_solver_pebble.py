@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 from unittest.mock import patch
 
 import pytest
@@ -14,7 +13,7 @@ from django.db import connection
 
 from issuance.management.commands.http01_solver import SolverHandler, make_server
 from issuance.models import Certificate, Challenge, Secret
-from tests.e2e.conftest import AcmeStack, acme_stack, drive, e2e_workdir  # noqa: F401
+from tests.e2e.conftest import AcmeStack, Drive, acme_stack, drive, e2e_workdir  # noqa: F401
 from tests.e2e.servers import verify_chain
 from tests.factories import make_certificate
 
@@ -23,7 +22,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 def test_pebble_validates_through_the_standalone_solver(
     acme_stack: Callable[..., AcmeStack],  # noqa: F811
-    drive: Any,  # noqa: F811
+    drive: Drive,  # noqa: F811
 ) -> None:
     stack = acme_stack(serve_http01=False)
     served: list[str] = []

@@ -15,6 +15,7 @@ from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
+from pytest_django import Settings
 
 from console.asgi import application
 from tests.live.outage import App, RedisServer, start_redis, start_serve
@@ -69,7 +70,7 @@ def fresh_layers() -> Iterator[None]:
     ],
     ids=["pubsub", "core"],
 )
-def redis_layer(request: pytest.FixtureRequest, settings: Any) -> Iterator[str]:
+def redis_layer(request: pytest.FixtureRequest, settings: Settings) -> Iterator[str]:
     """A real Redis channel layer (the pub/sub one settings use, and the list-based one)
     under a prefix of our own, flushed afterwards."""
     prefix = f"test-live-{uuid.uuid4().hex[:12]}"

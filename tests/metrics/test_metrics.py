@@ -11,6 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
+from pytest_django import Settings
 
 from issuance.metrics import ACME_REQUESTS
 from issuance.models import AcmeServer, Certificate, CertificateRequest, Challenge, Order
@@ -49,7 +50,7 @@ def test_loopback_is_allowed_by_default() -> None:
     assert Client().get("/metrics", REMOTE_ADDR="::1").status_code == 200
 
 
-def test_other_addresses_are_refused(settings: Any) -> None:
+def test_other_addresses_are_refused(settings: Settings) -> None:
     settings.METRICS_TOKEN = ""
     response = Client().get("/metrics", REMOTE_ADDR="203.0.113.7")
     assert response.status_code == 403
@@ -59,7 +60,7 @@ def test_other_addresses_are_refused(settings: Any) -> None:
     assert response.status_code == 403
 
 
-def test_bearer_token(settings: Any) -> None:
+def test_bearer_token(settings: Settings) -> None:
     settings.METRICS_TOKEN = "s3cret-scrape-token"
     far = "203.0.113.7"
     ok = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token", REMOTE_ADDR=far)
@@ -70,13 +71,13 @@ def test_bearer_token(settings: Any) -> None:
         assert response.status_code == 403, header
 
 
-def test_empty_token_setting_never_matches(settings: Any) -> None:
+def test_empty_token_setting_never_matches(settings: Settings) -> None:
     settings.METRICS_TOKEN = ""
     response = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer ", REMOTE_ADDR="203.0.113.7")
     assert response.status_code == 403
 
 
-def test_allowed_networks(settings: Any) -> None:
+def test_allowed_networks(settings: Settings) -> None:
     settings.METRICS_ALLOWED_NETWORKS = ["10.0.0.0/8", "2001:db8::/32", "not-a-network"]
     assert Client().get("/metrics", REMOTE_ADDR="10.20.30.40").status_code == 200
     assert Client().get("/metrics", REMOTE_ADDR="2001:db8::5").status_code == 200
@@ -91,7 +92,7 @@ def test_only_get() -> None:
 # -- values --------------------------------------------------------------------------------
 
 
-def test_metrics_reflect_the_database(settings: Any) -> None:
+def test_metrics_reflect_the_database(settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 7
     now = timezone.now().replace(microsecond=0)
     issuer = make_selfsigned_issuer("self")

@@ -10,6 +10,7 @@ from django.http import FileResponse
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from pytest_django import Settings
 
 from issuance.models import AcmeServer, Event, Issuer
 from tests.factories import make_certificate
@@ -68,7 +69,7 @@ def test_login_page_and_login_flow(client_for: ClientFor) -> None:
 
 
 def test_dashboard_shows_counts_queue_backoff_pauses_renewals(
-    client_for: ClientFor, issuer: Issuer, settings: object
+    client_for: ClientFor, issuer: Issuer, settings: Settings
 ) -> None:
     ready_certificate("ok-1", issuer)
     soon = ready_certificate("renews-soon", issuer, days_left=33)
