@@ -48,7 +48,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	KEY_ENCRYPTION_KEY=typecheck DEBUG=1 $(VENV)/bin/mypy console issuance
+	KEY_ENCRYPTION_KEY=typecheck DEBUG=1 $(VENV)/bin/mypy console issuance tests bench
 
 pytest-sqlite: $(STAMP)
 	DATABASE_URL=sqlite:///$(CURDIR)/var/test.sqlite3 $(VENV)/bin/pytest -q \

@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 import psycopg  # noqa: E402
 from cryptography.fernet import Fernet  # noqa: E402
 
-from bench.issue_many import PG, Api, cert_body, fresh_database  # noqa: E402
+from bench.issue_many import PG, fresh_database  # noqa: E402
 from tests.e2e.servers import (  # noqa: E402
     CHALLTESTSRV,
     ChallTestSrv,
@@ -58,7 +58,7 @@ from tests.e2e.servers import (  # noqa: E402
     start_process,
     wait_for_tcp,
 )
-from tests.e2e.stack import prepare_database  # noqa: E402
+from tests.e2e.stack import Api, cert_body, prepare_database  # noqa: E402
 from tests.e2e.tcpproxy import TcpProxy  # noqa: E402
 from tests.helpers import wait_for  # noqa: E402
 
@@ -165,7 +165,9 @@ def pebble_orders(stack: Stack) -> int:
 def shown_unreachable(stack: Stack, issuer: str) -> datetime | None:
     """When the CA's outage began, once the issuer's API says unreachable and CAUnreachable."""
     status = issuer_status(stack, issuer)
-    ready = next((c for c in status["conditions"] or [] if c.get("type") == "Ready"), {})
+    ready: dict[str, Any] = next(
+        (c for c in status["conditions"] or [] if c.get("type") == "Ready"), {}
+    )
     ca = status.get("ca") or {}
     if ca.get("reachable", True) or ready.get("reason") != "CAUnreachable":
         return None
@@ -268,7 +270,9 @@ def dns_outage(stack: Stack, seconds: float) -> Result:
     reason = wait_for(failing, 120, "the self-check failing")[1]
     print(f"  dns: self-check failing: {reason}", flush=True)
     time.sleep(seconds)
-    failed_checks = challenge(stack, dns_name)[2]  # type: ignore[index]
+    row = challenge(stack, dns_name)
+    assert row is not None, "the challenge wait_for saw is gone"
+    failed_checks = row[2]
     restart_challtestsrv(stack.dns, stack.workdir)
     back = time.monotonic()
     wait_for(

@@ -15,6 +15,7 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
@@ -23,6 +24,7 @@ import django
 
 django.setup()
 
+from issuance.controllers.registry import Controller  # noqa: E402
 from issuance.worker import loop as worker_module  # noqa: E402
 
 _profiles: dict[int, cProfile.Profile] = {}
@@ -31,7 +33,7 @@ PROFILE = bool(sys.argv[1:] and sys.argv[1])
 _original = worker_module.Worker.process
 
 
-def _profiled(self: Any, ctrl: Any, claim: Any) -> None:
+def _profiled(self: worker_module.Worker, ctrl: Controller, claim: worker_module.Claim) -> None:
     if not PROFILE:
         _original(self, ctrl, claim)
         return
@@ -47,7 +49,8 @@ def _profiled(self: Any, ctrl: Any, claim: Any) -> None:
 
 def main() -> None:
     out = sys.argv[1]
-    worker_module.Worker.process = _profiled  # type: ignore[method-assign]
+    # Every worker thread reconciles through _profiled for the life of the process.
+    patch.object(worker_module.Worker, "process", _profiled).start()
     # As `manage.py reconcile`: no live-update work without a channel layer that reaches out.
     from channels.layers import InMemoryChannelLayer, get_channel_layer
 

@@ -182,7 +182,7 @@ def main() -> None:
         print(f"\nEXPLAIN ANALYZE {title}:\n{plan}")
         return plan
 
-    plans = explain("the next issuer with queued work", scheduler.next_issuer_query(0)[:1])
+    plans = explain("an issuer with queued work", scheduler.issuers_with_queued_work_query()[:1])
     for issuer_id in Issuer.objects.filter(name__startswith="bench-").values_list("pk", flat=True):
         plans += explain(
             f"issuer {issuer_id}'s candidates", scheduler.candidates_query(issuer_id, 40)

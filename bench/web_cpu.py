@@ -36,8 +36,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench import issue_many  # noqa: E402
 from bench.issue_many import cpu_seconds  # noqa: E402
+from tests.e2e import stack  # noqa: E402
 
 PG = "postgresql://postgres@127.0.0.1:5432"
 
@@ -62,7 +62,7 @@ def request(
 
 
 def cert_body(name: str) -> dict[str, Any]:
-    return issue_many.cert_body(name, issuer="bench")
+    return stack.cert_body(name, issuer="bench")
 
 
 def measure(pid: int, work: Callable[[], None]) -> tuple[float, float]:

@@ -115,11 +115,12 @@ async def client(
     done: asyncio.Event,
 ) -> None:
     import websockets
+    from websockets.typing import Origin
 
     async with websockets.connect(
         url,
-        origin=origin,
-        additional_headers={"Cookie": f"sessionid={cookie}"},  # type: ignore[arg-type]
+        origin=Origin(origin),
+        additional_headers={"Cookie": f"sessionid={cookie}"},
         max_queue=None,
         open_timeout=30,
     ) as ws:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -40,7 +39,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture
-def make_user(db: Any) -> Callable[..., User]:
+def make_user(db: None) -> Callable[..., User]:
     def make(username: str, *roles: str, superuser: bool = False) -> User:
         user = User.objects.create_user(username=username, password="pw-" + username)
         if superuser:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from unittest.mock import patch
 
 import psycopg
 from django.db import OperationalError, connection
@@ -52,12 +53,8 @@ def probe_fails() -> Iterator[None]:
     """The availability probe finds the database down until the block ends (it runs in
     another thread, which `unreachable()` does not reach: without this it may mark the
     database up again before the test looks)."""
-    real_probe = Availability.probe
-    Availability.probe = lambda self: False  # type: ignore[method-assign]
-    try:
+    with patch.object(Availability, "probe", lambda self: False):
         yield
-    finally:
-        Availability.probe = real_probe  # type: ignore[method-assign]
 
 
 @contextmanager

@@ -21,7 +21,9 @@ def drain() -> int:
     return Worker(threads=1).run_once()
 
 
-def wait_for(check: Callable[[], T], timeout: float = 30.0, what: str = "", poll: float = 0.1) -> T:
+def wait_for(
+    check: Callable[[], T | None], timeout: float = 30.0, what: str = "", poll: float = 0.1
+) -> T:
     """Call `check` until it returns something true, and return that; AssertionError naming
     `what` when `timeout` seconds pass first."""
     deadline = time.monotonic() + timeout

@@ -24,17 +24,27 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from django.db.models import Model
 
 from issuance.controllers import registry
+from issuance.controllers.base import Result
 from issuance.pki import encryption
-from issuance.pki.keys import public_key_bytes
 
 
 def key_id(pem: str | bytes) -> bytes:
     """The public key of a PEM private key (parsed the fast way, unrecorded)."""
     data = pem.encode() if isinstance(pem, str) else pem
     key = _original_load(data, password=None, unsafe_skip_rsa_key_validation=True)
-    return public_key_bytes(key.public_key())  # type: ignore[arg-type]
+    return public_der(key)
+
+
+def public_der(key: PrivateKeyTypes) -> bytes:
+    """The key's SubjectPublicKeyInfo DER, as `issuance.pki.keys.public_key_bytes` makes it,
+    for any key cryptography parses (a parse is recorded before the caller rejects a type)."""
+    return key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
 
 
 _original_load = serialization.load_pem_private_key
@@ -76,10 +86,10 @@ class KeyLoads:
     def _label(self) -> str | None:
         return getattr(self._local, "label", None)
 
-    def _load(self, data: bytes, password: Any = None, **kwargs: Any) -> Any:
+    def _load(self, data: bytes, password: bytes | None = None, **kwargs: Any) -> PrivateKeyTypes:
         key = _original_load(data, password, **kwargs)
         checked = not kwargs.get("unsafe_skip_rsa_key_validation", False)
-        public = public_key_bytes(key.public_key())  # type: ignore[arg-type]
+        public = public_der(key)
         with self._lock:
             self.parses.append(Load(self._label(), public, checked))
         return key
@@ -94,8 +104,8 @@ class KeyLoads:
         with self._lock:
             self.decryptions.append(Load(self._label(), key, False))
 
-    def _labelled(self, ctrl: registry.Controller) -> Callable[[Any], Any]:
-        def reconcile(obj: Any) -> Any:
+    def _labelled(self, ctrl: registry.Controller) -> Callable[[Model], Result]:
+        def reconcile(obj: Model) -> Result:
             label = f"{ctrl.name}:{obj.pk}:{next(self._numbers)}"
             with self._lock:
                 self.passes.append(label)

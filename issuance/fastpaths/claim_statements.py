@@ -59,7 +59,7 @@ def claim_sql(models: Sequence[type[Model]]) -> str:
         names = {
             "i": str(i),
             "table": quote(model._meta.db_table),
-            "pk": quote(model._meta.pk.column),  # type: ignore[union-attr]
+            "pk": quote(model._meta.pk.column),
         }
         parts["locked"].append(_LOCKED.format(**names))
         parts["picked"].append(_PICKED.format(**names))
@@ -129,7 +129,7 @@ def release(
     """
     names = {
         "table": connection.ops.quote_name(model._meta.db_table),
-        "pk": connection.ops.quote_name(model._meta.pk.column),  # type: ignore[union-attr]
+        "pk": connection.ops.quote_name(model._meta.pk.column),
     }
     params: list[Any]
     if at is None:

@@ -29,7 +29,7 @@ def insert_sql(batch: list[Event]) -> tuple[str, list[Any]]:
     row = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
     sql = (
         f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(map(quote, _COLUMNS))})"  # noqa: S608
-        f" VALUES {', '.join([row] * len(batch))} RETURNING {quote(Event._meta.pk.column)}"  # type: ignore[union-attr]
+        f" VALUES {', '.join([row] * len(batch))} RETURNING {quote(Event._meta.pk.column)}"
     )
     params: list[Any] = []
     for event in batch:

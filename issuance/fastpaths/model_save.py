@@ -61,7 +61,7 @@ def _statement(
     # Only quoted names from the model's metadata go into the text; every value is a parameter.
     assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
     where = " AND ".join(
-        [f"{quote(pk.column)} = %s"] + [f"{quote(f.column)} = %s" for f in checked]  # type: ignore[union-attr]
+        [f"{quote(pk.column)} = %s"] + [f"{quote(f.column)} = %s" for f in checked]
     )
     sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {where}"  # noqa: S608
     with _lock:

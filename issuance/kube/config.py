@@ -55,12 +55,12 @@ def api_client() -> client.ApiClient:
             return _cache[key]
         cfg = client.Configuration()
         if key[0]:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
+            config.load_kube_config(
                 config_file=key[0], context=key[1] or None, client_configuration=cfg
             )
         else:
             try:
-                config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+                config.load_incluster_config(client_configuration=cfg)
             except config.ConfigException as exc:
                 raise NotConfigured(
                     f"KUBECONFIG is not set and there is no in-cluster config: {exc}"

@@ -93,7 +93,7 @@ def build_csr(key: CertificateIssuerPrivateKeyTypes, spec: CertificateNames) -> 
     sans += [x509.RFC822Name(e) for e in spec.get("emailAddresses") or []]
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    csr = builder.sign(key, _hash_for(key))  # type: ignore[arg-type]
+    csr = builder.sign(key, _hash_for(key))
     from cryptography.hazmat.primitives import serialization
 
     return csr.public_bytes(serialization.Encoding.PEM).decode()
@@ -135,7 +135,7 @@ def parse_csr(pem: str) -> CSRInfo:
     except ValueError as exc:
         raise CSRError(f"malformed CSR extensions: {exc}") from None
     public_key = csr.public_key()
-    algorithm, size = describe_public_key(public_key)  # type: ignore[arg-type]
+    algorithm, size = describe_public_key(public_key)
     return CSRInfo(
         common_name=cns[0] if cns else "",
         organizations=orgs,
@@ -145,6 +145,6 @@ def parse_csr(pem: str) -> CSRInfo:
         emails=emails,
         key_algorithm=algorithm,
         key_size=size,
-        public_key_der=public_key_bytes(public_key),  # type: ignore[arg-type]
+        public_key_der=public_key_bytes(public_key),
         subject=subject.rfc4514_string(),
     )

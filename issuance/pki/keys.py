@@ -151,7 +151,7 @@ class StoredKey:
                 key = load_stored_private_key(pem)
             except (ValueError, TypeError):
                 return cls(pem, None)
-        return cls(pem, key, public_key_bytes(key.public_key()))  # type: ignore[arg-type]
+        return cls(pem, key, public_key_bytes(key.public_key()))
 
     def __repr__(self) -> str:  # never the key itself
         return f"StoredKey({'readable' if self.key is not None else 'unreadable'})"

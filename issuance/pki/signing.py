@@ -68,21 +68,19 @@ def sign_csr(
         )
     else:
         issuer_name = csr.subject
-        aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(
-            signer_key.public_key()  # type: ignore[arg-type]
-        )
+        aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(signer_key.public_key())
     public_key = csr.public_key()
     builder = (
         x509.CertificateBuilder()
         .subject_name(csr.subject)
         .issuer_name(issuer_name)
-        .public_key(public_key)  # type: ignore[arg-type]
+        .public_key(public_key)
         .serial_number(int.from_bytes(secrets.token_bytes(16), "big") >> 1)
         .not_valid_before(not_before)
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True)
         .add_extension(
-            x509.SubjectKeyIdentifier.from_public_key(public_key),  # type: ignore[arg-type]
+            x509.SubjectKeyIdentifier.from_public_key(public_key),
             critical=False,
         )
         .add_extension(aki, critical=False)
@@ -105,5 +103,5 @@ def sign_csr(
     if crl_urls:
         builder = builder.add_extension(distribution_points(crl_urls), critical=False)
     algorithm = None if isinstance(signer_key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
-    cert = builder.sign(signer_key, algorithm)  # type: ignore[arg-type]
+    cert = builder.sign(signer_key, algorithm)
     return cert.public_bytes(serialization.Encoding.PEM).decode()

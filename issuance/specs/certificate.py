@@ -137,7 +137,7 @@ def lock_issuer_pk(name: str) -> Any:
     cost ten times as much CPU."""
     quote = connection.ops.quote_name
     table = quote(Issuer._meta.db_table)
-    pk = quote(Issuer._meta.pk.column)  # type: ignore[union-attr]
+    pk = quote(Issuer._meta.pk.column)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {pk} FROM {table} WHERE name = %s{_issuer_lock()}", [name])  # noqa: S608
         row = cursor.fetchone()

@@ -134,7 +134,7 @@ def _inline_ca(
     except InvalidPrivateKey as exc:
         errors.add(exc.field, exc.reason)
         return None
-    if public_key_bytes(key.public_key()) != public_key_bytes(cert.public_key()):  # type: ignore[arg-type]
+    if public_key_bytes(key.public_key()) != public_key_bytes(cert.public_key()):
         errors.add(f"{path}.privateKey", "does not match the certificate's public key")
         return None
     chain = "".join(blocks)

@@ -126,17 +126,17 @@ class Heartbeat:
     def _renew(self, keys: Iterable[Key]) -> None:
         until = timezone.now() + self.lease
         for model, pks in _by_model(keys).items():
-            model._default_manager.filter(  # type: ignore[attr-defined]
-                pk__in=pks, lease_owner=self.owner
-            ).update(lease_until=until)
+            model._default_manager.filter(pk__in=pks, lease_owner=self.owner).update(
+                lease_until=until
+            )
 
     def _give_back(self, keys: list[Key]) -> None:
         """Unlease the stranded rows; their due time stays as it was when claimed (due), so
         the next claim, here or in another worker, takes them at once."""
         for model, pks in _by_model(keys).items():
-            model._default_manager.filter(  # type: ignore[attr-defined]
-                pk__in=pks, lease_owner=self.owner
-            ).update(lease_owner="", lease_until=None)
+            model._default_manager.filter(pk__in=pks, lease_owner=self.owner).update(
+                lease_owner="", lease_until=None
+            )
         with self._lock:
             self._stranded.difference_update(keys)
             for key in keys:

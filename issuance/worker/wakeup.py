@@ -121,7 +121,7 @@ def wake_sql(obj: Model, at: datetime | None = None) -> tuple[str, list[Any]]:
     when = at or timezone.now()
     quote = connection.ops.quote_name
     table = quote(obj._meta.db_table)
-    pk = quote(obj._meta.pk.column)  # type: ignore[union-attr]
+    pk = quote(obj._meta.pk.column)
     sql = f"UPDATE {table} SET due_at = %s, wake_seq = wake_seq + 1 WHERE {pk} = %s"  # noqa: S608
     return sql, [connection.ops.adapt_datetimefield_value(when), obj.pk]
 

@@ -11,6 +11,7 @@ from josepy.jwk import JWKEC
 
 from issuance.acme import client as acme_client
 from issuance.acme import exchange as acme_exchange
+from issuance.acme.certs import ari_cert_id
 from issuance.acme.client import AcmeClient
 from issuance.acme.errors import AcmePausedError, AcmeProblemError, AcmeTemporaryError
 from issuance.controllers.acme import ratelimit
@@ -185,7 +186,7 @@ def test_renewal_info_window(ca: FakeCA) -> None:
     assert start.isoformat() == "2030-01-02T00:00:00+00:00"
     assert end - start == timedelta(days=1)
     [path] = [p for p in ca.hits if p.startswith("/ari/")]
-    assert path == "/ari/" + acme_client.ari_cert_id(chain)
+    assert path == "/ari/" + ari_cert_id(chain)
 
 
 def test_renewal_info_absent_when_directory_has_none(ca: FakeCA) -> None:

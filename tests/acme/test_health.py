@@ -12,8 +12,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from issuance.acme import client as acme_client
 from issuance.acme.errors import AcmeUnreachableError
@@ -250,7 +252,9 @@ def test_metrics_report_the_outage_and_requests_per_server(ca: FakeCA) -> None:
     since = REGISTRY.get_sample_value(
         "issuance_acme_server_unreachable_since_timestamp_seconds", labels
     )
-    assert since == pytest.approx(server(ca).unreachable_since.timestamp())  # type: ignore[union-attr]
+    unreachable_since = server(ca).unreachable_since
+    assert unreachable_since is not None
+    assert since == pytest.approx(unreachable_since.timestamp())
     assert REGISTRY.get_sample_value("issuance_acme_server_outage_failed_requests", labels) == 1
     sent = REGISTRY.get_sample_value(
         "issuance_acme_server_requests_total", {"server": url, "result": "network_error"}
@@ -303,7 +307,7 @@ def test_pages_and_api_show_the_outage_escaped(
 
 
 @pytest.fixture
-def client_for_role(role_users: dict[str, Any]) -> Callable[[str], Client]:
+def client_for_role(role_users: dict[str, User]) -> Callable[[str], Client]:
     def make(role: str) -> Client:
         web = Client()
         web.force_login(role_users[role])
@@ -313,7 +317,9 @@ def client_for_role(role_users: dict[str, Any]) -> Callable[[str], Client]:
 
 
 @pytest.fixture
-def api_viewer(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def api_viewer(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> Any:
     return api_client_for(role_users["viewer"])
 
 

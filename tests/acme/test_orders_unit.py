@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 
 def make_request(
-    ca: FakeCA, names: list[str], solvers: list[dict] | None = None
+    ca: FakeCA, names: list[str], solvers: list[dict[str, Any]] | None = None
 ) -> CertificateRequest:
     issuer = Issuer.objects.create(
         name="fake",

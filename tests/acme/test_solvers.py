@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from issuance.acme.solvers import DNS01, HTTP01, select_solver
 
-HTTP_DEFAULT = {"http01": {}}
-DNS_EXAMPLE = {"selector": {"dnsZones": ["example.com"]}, "dns01": {"rfc2136": {"nameserver": "a"}}}
-DNS_SUB = {"selector": {"dnsZones": ["sub.example.com"]}, "dns01": {"rfc2136": {"nameserver": "b"}}}
-HTTP_NAMED = {"selector": {"dnsNames": ["www.sub.example.com"]}, "http01": {}}
-DNS_WILDCARD_NAME = {
+# Solver specs are JSON as an Issuer's spec.acme.solvers holds them.
+HTTP_DEFAULT: dict[str, Any] = {"http01": {}}
+DNS_EXAMPLE: dict[str, Any] = {
+    "selector": {"dnsZones": ["example.com"]},
+    "dns01": {"rfc2136": {"nameserver": "a"}},
+}
+DNS_SUB: dict[str, Any] = {
+    "selector": {"dnsZones": ["sub.example.com"]},
+    "dns01": {"rfc2136": {"nameserver": "b"}},
+}
+HTTP_NAMED: dict[str, Any] = {"selector": {"dnsNames": ["www.sub.example.com"]}, "http01": {}}
+DNS_WILDCARD_NAME: dict[str, Any] = {
     "selector": {"dnsNames": ["*.example.com"]},
     "dns01": {"webhook": {"url": "http://x"}},
 }

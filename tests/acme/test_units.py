@@ -9,12 +9,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from josepy.jwk import JWKEC
 
-from issuance.acme.client import (
-    AcmeClient,
-    ari_cert_id,
-    chain_matches,
-    parse_renewal_info,
-)
+from issuance.acme.certs import ari_cert_id, chain_matches, parse_renewal_info
+from issuance.acme.client import AcmeClient
 from issuance.acme.errors import AcmeProblemError, problem_reason, problem_type
 from issuance.issuers.acme import split_problem
 from issuance.pki.x509 import load_leaf

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pytest_django import Settings
 
 from issuance.models import CertificateRequest, Issuer, Secret
 from tests.factories import csr_pem, make_ca_issuer, make_certificate, make_selfsigned_issuer
 
 
 @pytest.fixture
-def world(db: Any) -> dict[str, Any]:
+def world(db: None) -> dict[str, Any]:
     ss = make_selfsigned_issuer("ss")
     ca = make_ca_issuer("ca", secret_name="ca-key-pair")
     spare = make_selfsigned_issuer("spare")
@@ -44,6 +45,6 @@ def counts() -> dict[str, int]:
 
 
 @pytest.fixture(autouse=True)
-def fast_password_hashing(settings: Any) -> None:
+def fast_password_hashing(settings: Settings) -> None:
     """role_users makes five users per test; PBKDF2 would dominate the run time."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -19,6 +19,7 @@ import pytest
 from asgiref.testing import ApplicationCommunicator
 from django.conf import settings
 from django.contrib.auth.models import User
+from pytest_django import Settings
 from rest_framework.authtoken.models import Token
 
 from console.asgi_http import ThreadedASGIHandler
@@ -147,7 +148,7 @@ def _request(app: Any, path: str, method: str = "GET") -> tuple[dict[str, Any], 
     return asyncio.run(run())
 
 
-def test_streamed_file_is_sent_whole_in_chunks(settings: Any) -> None:
+def test_streamed_file_is_sent_whole_in_chunks(settings: Settings) -> None:
     app = ThreadedASGIHandler(2)
     app.chunk_size = 1024  # the stylesheet spans several messages
     start, body = _request(app, "/static/css/console.css")

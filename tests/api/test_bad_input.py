@@ -10,6 +10,8 @@ import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import load_pem_x509_csr
 from django.conf import settings
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
 
 from issuance.models import Certificate
 from tests.api.conftest import counts
@@ -17,7 +19,9 @@ from tests.factories import csr_pem
 
 
 @pytest.fixture
-def operator(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def operator(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> APIClient:
     return api_client_for(role_users["operator"])
 
 
@@ -109,7 +113,7 @@ CERTIFICATE_CASES = [
     [pytest.param(*c[1:], id=c[0]) for c in CERTIFICATE_CASES],
 )
 def test_bad_certificate_spec(
-    world: dict[str, Any], operator: Any, spec: dict[str, Any], field: str, message: str
+    world: dict[str, Any], operator: APIClient, spec: dict[str, Any], field: str, message: str
 ) -> None:
     before = counts()
     response = operator.post("/api/v1/certificates/", cert_body(**spec), format="json")
@@ -125,7 +129,7 @@ def test_bad_certificate_spec(
     [pytest.param(*c[1:], id=c[0]) for c in CERTIFICATE_CASES],
 )
 def test_bad_certificate_update_changes_nothing(
-    world: dict[str, Any], operator: Any, spec: dict[str, Any], field: str, message: str
+    world: dict[str, Any], operator: APIClient, spec: dict[str, Any], field: str, message: str
 ) -> None:
     cert = Certificate.objects.get(name="web")
     before = counts()
@@ -142,7 +146,7 @@ def test_bad_certificate_update_changes_nothing(
     assert counts() == before
 
 
-def test_all_problems_are_reported_at_once(world: dict[str, Any], operator: Any) -> None:
+def test_all_problems_are_reported_at_once(world: dict[str, Any], operator: APIClient) -> None:
     response = operator.post(
         "/api/v1/certificates/",
         cert_body(dnsNames=["ok.test", "ok.test", "1.2.3.4"], duration="-5m"),
@@ -152,7 +156,7 @@ def test_all_problems_are_reported_at_once(world: dict[str, Any], operator: Any)
     assert {"spec.dnsNames[1]", "spec.dnsNames[2]", "spec.duration"} <= set(response.json())
 
 
-def test_bad_resource_name(world: dict[str, Any], operator: Any) -> None:
+def test_bad_resource_name(world: dict[str, Any], operator: APIClient) -> None:
     before = counts()
     body = cert_body()
     body["name"] = "Bad_Name"
@@ -189,7 +193,9 @@ def _tampered_csr() -> str:
         pytest.param("", "required", id="empty"),
     ],
 )
-def test_bad_csr(world: dict[str, Any], operator: Any, request_pem: str, message: str) -> None:
+def test_bad_csr(
+    world: dict[str, Any], operator: APIClient, request_pem: str, message: str
+) -> None:
     before = counts()
     response = operator.post(
         "/api/v1/certificaterequests/",
@@ -203,7 +209,7 @@ def test_bad_csr(world: dict[str, Any], operator: Any, request_pem: str, message
     assert counts() == before
 
 
-def test_bad_certificate_request_fields(world: dict[str, Any], operator: Any) -> None:
+def test_bad_certificate_request_fields(world: dict[str, Any], operator: APIClient) -> None:
     before = counts()
     response = operator.post(
         "/api/v1/certificaterequests/",
@@ -237,7 +243,7 @@ def test_bad_certificate_request_fields(world: dict[str, Any], operator: Any) ->
     ],
 )
 def test_oversized_body_is_413(
-    world: dict[str, Any], operator: Any, url: str, make_body: Callable[[str], Any]
+    world: dict[str, Any], operator: APIClient, url: str, make_body: Callable[[str], Any]
 ) -> None:
     before = counts()
     pad = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 10)
@@ -248,7 +254,7 @@ def test_oversized_body_is_413(
     assert counts() == before
 
 
-def test_malformed_json_and_wrong_media_type(world: dict[str, Any], operator: Any) -> None:
+def test_malformed_json_and_wrong_media_type(world: dict[str, Any], operator: APIClient) -> None:
     before = counts()
     bad = operator.post("/api/v1/certificates/", "{not json", content_type="application/json")
     assert bad.status_code == 400
@@ -363,7 +369,7 @@ ISSUER_CASES = [
     ("spec", "field", "message"), [pytest.param(*c[1:], id=c[0]) for c in ISSUER_CASES]
 )
 def test_bad_issuer_spec(
-    world: dict[str, Any], operator: Any, spec: dict[str, Any], field: str, message: str
+    world: dict[str, Any], operator: APIClient, spec: dict[str, Any], field: str, message: str
 ) -> None:
     before = counts()
     response = operator.post("/api/v1/issuers/", {"name": "bad", "spec": spec}, format="json")
@@ -374,7 +380,7 @@ def test_bad_issuer_spec(
     assert counts() == before
 
 
-def test_ca_key_must_match_certificate(world: dict[str, Any], operator: Any) -> None:
+def test_ca_key_must_match_certificate(world: dict[str, Any], operator: APIClient) -> None:
     from tests.api.test_contract import _inline_ca
 
     cert_a, _ = _inline_ca()

@@ -9,7 +9,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from issuance.models import (
     Approval,
@@ -47,21 +50,29 @@ CERT_STATUS_KEYS = {
 
 
 @pytest.fixture
-def operator(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def operator(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> APIClient:
     return api_client_for(role_users["operator"])
 
 
 @pytest.fixture
-def admin(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def admin(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> APIClient:
     return api_client_for(role_users["admin"])
 
 
 @pytest.fixture
-def approver(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def approver(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> APIClient:
     return api_client_for(role_users["approver"])
 
 
-def test_certificate_create_shape_and_normalization(world: dict[str, Any], operator: Any) -> None:
+def test_certificate_create_shape_and_normalization(
+    world: dict[str, Any], operator: APIClient
+) -> None:
     response = operator.post(
         "/api/v1/certificates/",
         {
@@ -98,7 +109,7 @@ def test_certificate_create_shape_and_normalization(world: dict[str, Any], opera
 
 
 def test_certificate_update_bumps_generation_and_records_who(
-    world: dict[str, Any], operator: Any
+    world: dict[str, Any], operator: APIClient
 ) -> None:
     url = "/api/v1/certificates/web/"
     spec = {"dnsNames": ["new.example.test"], "issuerRef": {"name": "ca"}, "secretName": "new-tls"}
@@ -116,7 +127,7 @@ def test_certificate_update_bumps_generation_and_records_who(
     assert Event.objects.filter(name="web", reason="SpecChanged").count() == 1
 
 
-def test_patch_is_a_json_merge_patch(world: dict[str, Any], operator: Any) -> None:
+def test_patch_is_a_json_merge_patch(world: dict[str, Any], operator: APIClient) -> None:
     url = "/api/v1/certificates/web/"
     body = operator.patch(url, {"spec": {"renewBefore": "240h"}}, format="json").json()
     assert body["spec"]["renewBefore"] == "240h0m0s"
@@ -129,7 +140,9 @@ def test_patch_is_a_json_merge_patch(world: dict[str, Any], operator: Any) -> No
     assert body["generation"] == 3
 
 
-def test_manifest_shaped_body_and_cluster_issuer(world: dict[str, Any], operator: Any) -> None:
+def test_manifest_shaped_body_and_cluster_issuer(
+    world: dict[str, Any], operator: APIClient
+) -> None:
     manifest = {
         "apiVersion": "cert-manager.io/v1",
         "kind": "ClusterIssuer",
@@ -150,7 +163,7 @@ def test_manifest_shaped_body_and_cluster_issuer(world: dict[str, Any], operator
     assert set(bad.json()) == {"kind", "extra"}
 
 
-def test_renew_records_who_and_when(world: dict[str, Any], operator: Any) -> None:
+def test_renew_records_who_and_when(world: dict[str, Any], operator: APIClient) -> None:
     cert = world["web"]
     Certificate.objects.filter(pk=cert.pk).update(
         next_retry_time=timezone.now() + timedelta(hours=1), due_at=None
@@ -169,7 +182,7 @@ def test_renew_records_who_and_when(world: dict[str, Any], operator: Any) -> Non
     assert event.created_at >= before
 
 
-def test_approve_and_deny_are_final(world: dict[str, Any], approver: Any) -> None:
+def test_approve_and_deny_are_final(world: dict[str, Any], approver: APIClient) -> None:
     url = "/api/v1/certificaterequests/ext-1/"
     response = approver.post(
         url + "approve/", {"reason": "Checked", "message": "ok"}, format="json"
@@ -192,7 +205,7 @@ def test_approve_and_deny_are_final(world: dict[str, Any], approver: Any) -> Non
     assert event.actor == "approver"
 
 
-def test_deny_sets_denied_condition(world: dict[str, Any], approver: Any) -> None:
+def test_deny_sets_denied_condition(world: dict[str, Any], approver: APIClient) -> None:
     response = approver.post(
         "/api/v1/certificaterequests/ext-1/deny/", {"message": "unknown host"}, format="json"
     )
@@ -206,7 +219,7 @@ def test_deny_sets_denied_condition(world: dict[str, Any], approver: Any) -> Non
     assert approver.post("/api/v1/certificaterequests/ext-1/approve/").status_code == 409
 
 
-def test_certificate_request_spec_is_immutable(world: dict[str, Any], operator: Any) -> None:
+def test_certificate_request_spec_is_immutable(world: dict[str, Any], operator: APIClient) -> None:
     url = "/api/v1/certificaterequests/ext-1/"
     original = CertificateRequest.objects.get(name="ext-1").spec
     response = operator.patch(url, {"spec": {"duration": "1h", "isCA": True}}, format="json")
@@ -218,7 +231,7 @@ def test_certificate_request_spec_is_immutable(world: dict[str, Any], operator: 
     assert CertificateRequest.objects.get(name="ext-1").spec == original
 
 
-def test_create_certificate_request_from_csr(world: dict[str, Any], operator: Any) -> None:
+def test_create_certificate_request_from_csr(world: dict[str, Any], operator: APIClient) -> None:
     pem = csr_pem("api.example.test")
     response = operator.post(
         "/api/v1/certificaterequests/",
@@ -256,7 +269,7 @@ def test_create_certificate_request_from_csr(world: dict[str, Any], operator: An
     assert "spec.username" in forged.json()
 
 
-def test_secret_endpoint(world: dict[str, Any], admin: Any, operator: Any) -> None:
+def test_secret_endpoint(world: dict[str, Any], admin: APIClient, operator: APIClient) -> None:
     response = admin.get("/api/v1/certificates/web/secret/")
     assert response.status_code == 200
     body = response.json()
@@ -274,7 +287,7 @@ def test_secret_endpoint(world: dict[str, Any], admin: Any, operator: Any) -> No
     assert "not issued" in missing.json()["detail"]
 
 
-def test_delete_issuer_in_use_is_a_conflict(world: dict[str, Any], operator: Any) -> None:
+def test_delete_issuer_in_use_is_a_conflict(world: dict[str, Any], operator: APIClient) -> None:
     response = operator.delete("/api/v1/issuers/ss/")
     assert response.status_code == 409
     assert "Certificate/web" in response.json()["detail"]
@@ -298,7 +311,7 @@ def _inline_ca() -> tuple[str, str]:
 
 
 def test_private_keys_never_in_list_or_detail(
-    world: dict[str, Any], admin: Any, operator: Any
+    world: dict[str, Any], admin: APIClient, operator: APIClient
 ) -> None:
     cert_pem, key_pem = _inline_ca()
     response = operator.post(
@@ -353,7 +366,7 @@ def test_private_keys_never_in_list_or_detail(
     assert "PRIVATE KEY" in admin.get("/api/v1/certificates/web/secret/").json()["tls.key"]
 
 
-def test_filters_and_pagination(world: dict[str, Any], operator: Any) -> None:
+def test_filters_and_pagination(world: dict[str, Any], operator: APIClient) -> None:
     for i in range(5):
         operator.post(
             "/api/v1/certificates/",
@@ -381,7 +394,7 @@ def test_filters_and_pagination(world: dict[str, Any], operator: Any) -> None:
     assert events[0]["actor"] == "operator"
 
 
-def test_orders_challenges_and_scheduler(world: dict[str, Any], operator: Any) -> None:
+def test_orders_challenges_and_scheduler(world: dict[str, Any], operator: APIClient) -> None:
     order = make_order(world["ext"], "order-1", challenges=3, processing=1)
     detail = operator.get(f"/api/v1/orders/{order.name}/").json()
     assert detail["request"] == "ext-1"
@@ -410,7 +423,7 @@ def test_orders_challenges_and_scheduler(world: dict[str, Any], operator: Any) -
     assert state["oldestQueuedAt"] is not None
 
 
-def test_invalid_body_changes_nothing(world: dict[str, Any], operator: Any) -> None:
+def test_invalid_body_changes_nothing(world: dict[str, Any], operator: APIClient) -> None:
     before = counts()
     response = operator.post("/api/v1/certificates/", {"name": "x"}, format="json")
     assert response.status_code == 400
@@ -419,7 +432,7 @@ def test_invalid_body_changes_nothing(world: dict[str, Any], operator: Any) -> N
 
 
 def test_browsable_api_renders_without_keys(
-    world: dict[str, Any], role_users: dict[str, Any], client: Any
+    world: dict[str, Any], role_users: dict[str, User], client: Client
 ) -> None:
     client.force_login(role_users["admin"])
     for url in [

@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from pytest_django import DjangoCaptureOnCommitCallbacks
 from rest_framework import serializers
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -28,7 +29,9 @@ from tests.factories import make_certificate
 
 
 @pytest.fixture
-def operator(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def operator(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> APIClient:
     return api_client_for(role_users["operator"])
 
 
@@ -46,7 +49,9 @@ def statements(ctx: CaptureQueriesContext) -> list[str]:
 
 
 def test_create_is_four_statements_and_wakes_the_worker(
-    world: dict[str, Any], operator: Any, django_capture_on_commit_callbacks: Any
+    world: dict[str, Any],
+    operator: APIClient,
+    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
 ) -> None:
     operator.post("/api/v1/certificates/", body("warm"), format="json")  # the user's roles
     wakeup.local_wakeup.clear()
@@ -71,7 +76,9 @@ def test_create_is_four_statements_and_wakes_the_worker(
     assert Event.objects.filter(name="shop", reason="Created", actor="operator").count() == 1
 
 
-def test_duplicate_is_409_even_with_an_invalid_spec(world: dict[str, Any], operator: Any) -> None:
+def test_duplicate_is_409_even_with_an_invalid_spec(
+    world: dict[str, Any], operator: APIClient
+) -> None:
     """The name is checked before the spec, as before: an existing name is a 409."""
     before = counts()
     for spec in (body("web")["spec"], {"dnsNames": ["bad_name"], "issuerRef": {"name": "nope"}}):
@@ -86,7 +93,7 @@ def test_duplicate_is_409_even_with_an_invalid_spec(world: dict[str, Any], opera
 
 
 def test_unknown_issuer_is_named_with_the_other_errors(
-    world: dict[str, Any], operator: Any
+    world: dict[str, Any], operator: APIClient
 ) -> None:
     before = counts()
     response = operator.post(
@@ -101,7 +108,7 @@ def test_unknown_issuer_is_named_with_the_other_errors(
     assert counts() == before
 
 
-def test_update_still_reads_and_locks_the_row(world: dict[str, Any], operator: Any) -> None:
+def test_update_still_reads_and_locks_the_row(world: dict[str, Any], operator: APIClient) -> None:
     """PUT goes through the general apply: an unchanged spec changes nothing, a new issuer
     is stored by key and read back correctly."""
     cert = world["web"]
@@ -125,7 +132,9 @@ def token_client(role_users: dict[str, User]) -> tuple[APIClient, Token]:
     return client, token
 
 
-def test_token_auth_is_one_query(world: dict[str, Any], token_client: Any) -> None:
+def test_token_auth_is_one_query(
+    world: dict[str, Any], token_client: tuple[APIClient, Token]
+) -> None:
     client, _ = token_client
     assert client.get("/api/v1/certificates/web/").status_code == 200
     with CaptureQueriesContext(connection) as ctx:
@@ -134,7 +143,9 @@ def test_token_auth_is_one_query(world: dict[str, Any], token_client: Any) -> No
     assert len(auth) == 1 and "auth_user" in auth[0]  # the user comes with the token
 
 
-def test_token_auth_errors_are_drfs(world: dict[str, Any], token_client: Any) -> None:
+def test_token_auth_errors_are_drfs(
+    world: dict[str, Any], token_client: tuple[APIClient, Token]
+) -> None:
     client, token = token_client
     for header, detail in (
         ("Token wrong-key", "Invalid token."),
@@ -176,7 +187,7 @@ def _drf_representation(serializer_cls: type[serializers.Serializer[Any]], obj: 
     return out
 
 
-def test_certificate_representation_is_drfs(world: dict[str, Any], operator: Any) -> None:
+def test_certificate_representation_is_drfs(world: dict[str, Any], operator: APIClient) -> None:
     now = timezone.now()
     full = make_certificate("full", world["ss"], commonName="full.example.test")
     full.set_condition("Ready", "True", "Ready", "Certificate is up to date", now=now)

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
 
 from issuance.models import Certificate, CertificateRequest, Event, Issuer
 from tests.factories import csr_pem
@@ -109,7 +111,9 @@ ENDPOINTS: list[tuple[str, str, str, Callable[[], Any] | None, set[str], int]] =
 ]
 
 
-def _client(role: str, role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def _client(
+    role: str, role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> Any:
     return api_client_for(None if role == "anonymous" else role_users[role])
 
 
@@ -129,8 +133,8 @@ def _snapshot() -> dict[str, Any]:
 )
 def test_mutating_endpoint_matrix(
     world: dict[str, Any],
-    role_users: dict[str, Any],
-    api_client_for: Callable[..., Any],
+    role_users: dict[str, User],
+    api_client_for: Callable[[User | None], APIClient],
     role: str,
     method: str,
     url: str,
@@ -171,8 +175,8 @@ def test_mutating_endpoint_matrix(
 )
 def test_read_matrix(
     world: dict[str, Any],
-    role_users: dict[str, Any],
-    api_client_for: Callable[..., Any],
+    role_users: dict[str, User],
+    api_client_for: Callable[[User | None], APIClient],
     role: str,
     url: str,
 ) -> None:
@@ -194,8 +198,8 @@ def test_read_matrix(
 )
 def test_read_only_resources_refuse_writes(
     world: dict[str, Any],
-    role_users: dict[str, Any],
-    api_client_for: Callable[..., Any],
+    role_users: dict[str, User],
+    api_client_for: Callable[[User | None], APIClient],
     role: str,
     method: str,
     url: str,
@@ -205,7 +209,9 @@ def test_read_only_resources_refuse_writes(
 
 
 def test_superuser_is_admin(
-    world: dict[str, Any], make_user: Callable[..., Any], api_client_for: Callable[..., Any]
+    world: dict[str, Any],
+    make_user: Callable[..., Any],
+    api_client_for: Callable[[User | None], APIClient],
 ) -> None:
     root = make_user("root", superuser=True)
     response = api_client_for(root).get("/api/v1/certificates/web/secret/")
@@ -214,7 +220,7 @@ def test_superuser_is_admin(
     assert Event.objects.filter(reason="SecretRead", actor="root").count() == 1
 
 
-def test_token_auth(world: dict[str, Any], role_users: dict[str, Any]) -> None:
+def test_token_auth(world: dict[str, Any], role_users: dict[str, User]) -> None:
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
@@ -231,7 +237,9 @@ def test_token_auth(world: dict[str, Any], role_users: dict[str, Any]) -> None:
     assert client.get("/api/v1/certificates/").status_code == 401
 
 
-def test_token_endpoint_and_session_auth(world: dict[str, Any], role_users: dict[str, Any]) -> None:
+def test_token_endpoint_and_session_auth(
+    world: dict[str, Any], role_users: dict[str, User]
+) -> None:
     from rest_framework.test import APIClient
 
     client = APIClient()

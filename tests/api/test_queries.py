@@ -6,8 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from pytest_django import DjangoAssertNumQueries
+from rest_framework.test import APIClient
 
 from issuance.models import CertificateRequest, Event
 from tests.factories import csr_pem, make_certificate, make_order, make_selfsigned_issuer
@@ -41,7 +44,7 @@ def _populate(start: int, stop: int) -> None:
         Event.objects.create(kind="Certificate", name=cert.name, reason="Test")
 
 
-def _measure(client: Any, url: str) -> tuple[int, int]:
+def _measure(client: APIClient, url: str) -> tuple[int, int]:
     with CaptureQueriesContext(connection) as ctx:
         response = client.get(url + "?limit=100")
     assert response.status_code == 200
@@ -51,9 +54,9 @@ def _measure(client: Any, url: str) -> tuple[int, int]:
 @pytest.mark.parametrize("url", LIST_URLS)
 def test_list_queries_do_not_grow_with_page_size(
     world: dict[str, Any],
-    role_users: dict[str, Any],
-    api_client_for: Callable[..., Any],
-    django_assert_max_num_queries: Any,
+    role_users: dict[str, User],
+    api_client_for: Callable[[User | None], APIClient],
+    django_assert_max_num_queries: DjangoAssertNumQueries,
     url: str,
 ) -> None:
     client = api_client_for(role_users["viewer"])

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from issuance.api.query import MAX_LIMIT
@@ -15,7 +16,9 @@ from tests.factories import make_certificate, make_order
 
 
 @pytest.fixture
-def viewer(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def viewer(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> APIClient:
     return api_client_for(role_users["viewer"])
 
 
@@ -41,7 +44,7 @@ TEXT_FILTERS = [
 @pytest.mark.parametrize(("url", "param"), TEXT_FILTERS)
 @pytest.mark.parametrize("value", ["%00", "web%00x", "a%0Ab", "%7F"])
 def test_control_characters_in_a_text_filter(
-    world: dict[str, Any], viewer: Any, url: str, param: str, value: str
+    world: dict[str, Any], viewer: APIClient, url: str, param: str, value: str
 ) -> None:
     """NUL used to reach PostgreSQL (DataError: text fields cannot contain NUL: a 500)."""
     errors = errors_of(viewer.get(f"{url}?{param}={value}"))
@@ -62,7 +65,7 @@ ENUM_FILTERS = [
 @pytest.mark.parametrize(("url", "param", "valid"), ENUM_FILTERS)
 @pytest.mark.parametrize("value", ["", "AAA", "%00", "ready%20"])
 def test_enum_filters_take_only_their_values(
-    world: dict[str, Any], viewer: Any, url: str, param: str, valid: str, value: str
+    world: dict[str, Any], viewer: APIClient, url: str, param: str, valid: str, value: str
 ) -> None:
     errors = errors_of(viewer.get(f"{url}?{param}={value}"))
     assert list(errors) == [param]
@@ -71,12 +74,12 @@ def test_enum_filters_take_only_their_values(
 
 
 @pytest.mark.parametrize("value", ["", "yes", "1", "%00"])
-def test_boolean_filter(world: dict[str, Any], viewer: Any, value: str) -> None:
+def test_boolean_filter(world: dict[str, Any], viewer: APIClient, value: str) -> None:
     errors = errors_of(viewer.get(f"/api/v1/challenges/?processing={value}"))
     assert errors == {"processing": ["must be true or false"]}
 
 
-def test_filters_filter(world: dict[str, Any], viewer: Any) -> None:
+def test_filters_filter(world: dict[str, Any], viewer: APIClient) -> None:
     order = make_order(world["ext"], "order-1", challenges=3, processing=1)
     Order.objects.filter(pk=order.pk).update(state="pending")
     make_certificate("other", world["ca"])
@@ -106,7 +109,7 @@ def test_filters_filter(world: dict[str, Any], viewer: Any) -> None:
         "/api/v1/events/",
     ],
 )
-def test_unknown_parameter_on_a_list(world: dict[str, Any], viewer: Any, url: str) -> None:
+def test_unknown_parameter_on_a_list(world: dict[str, Any], viewer: APIClient, url: str) -> None:
     errors = errors_of(viewer.get(f"{url}?colour=blue&limit=5"))
     assert list(errors) == ["colour"]
     assert errors["colour"][0].startswith("unknown query parameter; this endpoint takes: ")
@@ -123,7 +126,9 @@ def test_unknown_parameter_on_a_list(world: dict[str, Any], viewer: Any, url: st
         "/api/v1/scheduler/",
     ],
 )
-def test_detail_endpoints_take_no_filter(world: dict[str, Any], viewer: Any, url: str) -> None:
+def test_detail_endpoints_take_no_filter(
+    world: dict[str, Any], viewer: APIClient, url: str
+) -> None:
     """A list's filters (and its paging) are unknown to a detail: not silently ignored."""
     errors = errors_of(viewer.get(f"{url}?state=Ready&limit=1"))
     assert errors == {
@@ -150,26 +155,26 @@ def test_detail_endpoints_take_no_filter(world: dict[str, Any], viewer: Any, url
     ],
 )
 def test_bad_paging_and_repeated_parameters(
-    world: dict[str, Any], viewer: Any, query: str, param: str
+    world: dict[str, Any], viewer: APIClient, query: str, param: str
 ) -> None:
     errors = errors_of(viewer.get(f"/api/v1/certificates/?{query}"))
     assert list(errors) == [param]
 
 
-def test_paging_bounds(world: dict[str, Any], viewer: Any) -> None:
+def test_paging_bounds(world: dict[str, Any], viewer: APIClient) -> None:
     page = viewer.get(f"/api/v1/certificates/?limit={MAX_LIMIT}&offset=0").json()
     assert [c["name"] for c in page["results"]] == ["web"]
     far = viewer.get("/api/v1/certificates/?offset=9223372036854775807")
     assert far.status_code == 200 and far.json()["results"] == []
 
 
-def test_every_problem_at_once(world: dict[str, Any], viewer: Any) -> None:
+def test_every_problem_at_once(world: dict[str, Any], viewer: APIClient) -> None:
     errors = errors_of(viewer.get("/api/v1/certificates/?state=x&search=%00&limit=0&x=1"))
     assert set(errors) == {"state", "search", "limit", "x"}
 
 
 def test_authentication_and_method_come_first(
-    world: dict[str, Any], viewer: Any, role_users: dict[str, Any]
+    world: dict[str, Any], viewer: APIClient, role_users: dict[str, User]
 ) -> None:
     assert APIClient().get("/api/v1/certificates/?x=%00").status_code == 401
     assert viewer.delete("/api/v1/certificates/web/?x=1").status_code == 403
@@ -177,7 +182,9 @@ def test_authentication_and_method_come_first(
     assert viewer.generic("TRACE", "/api/v1/certificates/?x=1").status_code == 405
 
 
-def test_token_endpoint_checks_its_query(world: dict[str, Any], role_users: Any) -> None:
+def test_token_endpoint_checks_its_query(
+    world: dict[str, Any], role_users: dict[str, User]
+) -> None:
     errors = errors_of(
         APIClient().post("/api/v1/token/?next=/", {"username": "a", "password": "b"})
     )
@@ -198,7 +205,10 @@ def test_token_endpoint_checks_its_query(world: dict[str, Any], role_users: Any)
     ],
 )
 def test_names_that_cannot_exist_are_404(
-    world: dict[str, Any], role_users: dict[str, Any], api_client_for: Callable[..., Any], url: str
+    world: dict[str, Any],
+    role_users: dict[str, User],
+    api_client_for: Callable[[User | None], APIClient],
+    url: str,
 ) -> None:
     """Answered without a query: PostgreSQL would refuse a NUL in the lookup (a 500)."""
     admin = api_client_for(role_users["admin"])
@@ -207,7 +217,7 @@ def test_names_that_cannot_exist_are_404(
     assert response.json()["detail"].endswith("matches the given query.")
 
 
-def test_event_ids_that_cannot_exist_are_404(world: dict[str, Any], viewer: Any) -> None:
+def test_event_ids_that_cannot_exist_are_404(world: dict[str, Any], viewer: APIClient) -> None:
     for event_id in ("99999999999999999999999", "abc", "-1"):
         assert viewer.get(f"/api/v1/events/{event_id}/").status_code == 404
 
@@ -215,7 +225,7 @@ def test_event_ids_that_cannot_exist_are_404(world: dict[str, Any], viewer: Any)
 @pytest.mark.parametrize(
     "url", ["/api/v1/events/1.5/", "/api/v1/certificates/a/b/", "/api/v1/nothing/", "/api/v2/"]
 )
-def test_other_api_paths_are_a_json_404(world: dict[str, Any], viewer: Any, url: str) -> None:
+def test_other_api_paths_are_a_json_404(world: dict[str, Any], viewer: APIClient, url: str) -> None:
     for response in (viewer.get(url), viewer.post(url, {}, format="json")):
         assert response.status_code == 404
         assert response.json() == {"detail": "Not found."}

@@ -7,18 +7,24 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
 
 from issuance.models import Certificate
 from tests.api.conftest import counts
 
 
 @pytest.fixture
-def operator(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def operator(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> APIClient:
     return api_client_for(role_users["operator"])
 
 
 @pytest.fixture
-def approver(role_users: dict[str, Any], api_client_for: Callable[..., Any]) -> Any:
+def approver(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> APIClient:
     return api_client_for(role_users["approver"])
 
 
@@ -44,7 +50,7 @@ SPEC = {"dnsNames": ["new.example.test"], "issuerRef": {"name": "ss"}}
     ],
 )
 def test_schema_violations_are_400(
-    world: dict[str, Any], operator: Any, body: dict[str, Any], field: str
+    world: dict[str, Any], operator: APIClient, body: dict[str, Any], field: str
 ) -> None:
     before = counts()
     response = operator.post("/api/v1/certificates/", body, format="json")
@@ -53,7 +59,9 @@ def test_schema_violations_are_400(
     assert counts() == before
 
 
-def test_unknown_fields_and_field_errors_together(world: dict[str, Any], operator: Any) -> None:
+def test_unknown_fields_and_field_errors_together(
+    world: dict[str, Any], operator: APIClient
+) -> None:
     response = operator.post(
         "/api/v1/certificates/", {"name": 5, "spec": None, "colour": "blue"}, format="json"
     )
@@ -66,14 +74,14 @@ def test_unknown_fields_and_field_errors_together(world: dict[str, Any], operato
 
 
 @pytest.fixture
-def created(world: dict[str, Any], operator: Any) -> str:
+def created(world: dict[str, Any], operator: APIClient) -> str:
     """A certificate created through the API (its stored spec is the normalized one)."""
     response = operator.post("/api/v1/certificates/", {"name": "new", "spec": SPEC}, format="json")
     assert response.status_code == 201, response.content
     return "/api/v1/certificates/new/"
 
 
-def test_a_get_answer_can_be_sent_back(created: str, operator: Any) -> None:
+def test_a_get_answer_can_be_sent_back(created: str, operator: APIClient) -> None:
     """status, createdAt, updatedAt and generation are ignored, null included."""
     got = operator.get(created).json()
     response = operator.put(created, got, format="json")
@@ -85,7 +93,9 @@ def test_a_get_answer_can_be_sent_back(created: str, operator: Any) -> None:
 
 
 @pytest.mark.parametrize("issuer", [False, True])
-def test_patch_without_a_spec_changes_nothing(created: str, operator: Any, issuer: bool) -> None:
+def test_patch_without_a_spec_changes_nothing(
+    created: str, operator: APIClient, issuer: bool
+) -> None:
     url = "/api/v1/issuers/ss/" if issuer else created
     before = operator.get(url).json()
     response = operator.patch(url, {"name": before["name"]}, format="json")
@@ -94,7 +104,9 @@ def test_patch_without_a_spec_changes_nothing(created: str, operator: Any, issue
     assert response.json()["generation"] == before["generation"]
 
 
-def test_immutable_request_checks_the_body_first(world: dict[str, Any], operator: Any) -> None:
+def test_immutable_request_checks_the_body_first(
+    world: dict[str, Any], operator: APIClient
+) -> None:
     url = "/api/v1/certificaterequests/ext-1/"
     assert operator.patch(url, {"spec": "x"}, format="json").status_code == 400
     assert operator.patch(url, {}, format="json").status_code == 409
@@ -110,7 +122,7 @@ def test_immutable_request_checks_the_body_first(world: dict[str, Any], operator
     ],
 )
 def test_decision_body_fields(
-    world: dict[str, Any], approver: Any, body: dict[str, Any], field: str
+    world: dict[str, Any], approver: APIClient, body: dict[str, Any], field: str
 ) -> None:
     response = approver.post("/api/v1/certificaterequests/ext-1/approve/", body, format="json")
     assert response.status_code == 400, response.content
@@ -119,7 +131,9 @@ def test_decision_body_fields(
 
 
 @pytest.mark.parametrize("body", ["[]", '"approve"', "null", "5"])
-def test_decision_body_must_be_an_object(world: dict[str, Any], approver: Any, body: str) -> None:
+def test_decision_body_must_be_an_object(
+    world: dict[str, Any], approver: APIClient, body: str
+) -> None:
     response = approver.post(
         "/api/v1/certificaterequests/ext-1/approve/", body, content_type="application/json"
     )
@@ -129,15 +143,15 @@ def test_decision_body_must_be_an_object(world: dict[str, Any], approver: Any, b
     )
 
 
-def test_decision_without_a_body(world: dict[str, Any], approver: Any) -> None:
+def test_decision_without_a_body(world: dict[str, Any], approver: APIClient) -> None:
     response = approver.post("/api/v1/certificaterequests/ext-1/deny/")
     assert response.status_code == 200, response.content
     assert response.json()["status"]["approval"] == "Denied"
 
 
-def test_huge_expiration_is_a_400(world: dict[str, Any], operator: Any) -> None:
+def test_huge_expiration_is_a_400(world: dict[str, Any], operator: APIClient) -> None:
     """timedelta(seconds=10**15) overflows: it used to be a 500."""
-    from tests.api.conftest import csr_pem
+    from tests.factories import csr_pem
 
     spec = {"request": csr_pem(), "issuerRef": {"name": "ca"}, "expirationSeconds": 10**15}
     response = operator.post("/api/v1/certificaterequests/", {"spec": spec}, format="json")

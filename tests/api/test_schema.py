@@ -45,7 +45,7 @@ def test_schema_endpoint_lists_all_paths() -> None:
 
 
 @pytest.mark.django_db
-def test_spectacular_validate_passes(tmp_path: Path, capsys: Any) -> None:
+def test_spectacular_validate_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "schema.yaml"
     call_command("spectacular", "--validate", "--file", str(out))
     schema = yaml.safe_load(out.read_text())
@@ -56,7 +56,7 @@ def test_spectacular_validate_passes(tmp_path: Path, capsys: Any) -> None:
 
 
 @pytest.fixture
-def schema(db: Any) -> dict[str, Any]:
+def schema(db: None) -> dict[str, Any]:
     response = APIClient().get("/api/schema/?format=json")
     assert response.status_code == 200
     body: dict[str, Any] = response.json()
@@ -181,7 +181,9 @@ def test_security_schemes(schema: dict[str, Any]) -> None:
     assert {} not in paths["/api/v1/certificates/"]["get"]["security"]
 
 
-def test_schema_generates_without_warnings(tmp_path: Path, capsys: Any, db: Any) -> None:
+def test_schema_generates_without_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], db: None
+) -> None:
     call_command("spectacular", "--validate", "--file", str(tmp_path / "schema.yaml"))
     err = capsys.readouterr().err
     assert "Warning" not in err and "Error" not in err, err

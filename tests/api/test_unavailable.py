@@ -17,6 +17,7 @@ from django.db import DatabaseError, IntegrityError, OperationalError, connectio
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from psycopg_pool import ConnectionPool, PoolTimeout
+from pytest_django import Settings
 from rest_framework.test import APIClient
 
 from issuance.availability import DatabaseUnavailable, availability, is_unavailable_error
@@ -30,7 +31,7 @@ UNAVAILABLE = {
 
 
 @pytest.fixture
-def admin(db: Any) -> User:
+def admin(db: None) -> User:
     return User.objects.create_superuser("root", "root@example.test", "pw")
 
 
@@ -85,7 +86,7 @@ def test_refused_connections_and_pool_timeouts_count() -> None:
 
 
 @pytest.mark.postgres
-def test_lock_and_statement_timeouts_do_not_count(transactional_db: Any) -> None:
+def test_lock_and_statement_timeouts_do_not_count(transactional_db: None) -> None:
     """Real server errors of one statement: the database is there."""
     db = settings.DATABASES["default"]
     dsn = f"host={db['HOST']} port={db['PORT']} user={db['USER']} dbname={db['NAME']}"
@@ -147,7 +148,9 @@ def test_clients_asking_for_json_get_json_anywhere(browser: Client) -> None:
     assert response.status_code == 503 and response.json() == UNAVAILABLE
 
 
-def test_an_error_in_another_middleware_becomes_503_too(browser: Client, settings: Any) -> None:
+def test_an_error_in_another_middleware_becomes_503_too(
+    browser: Client, settings: Settings
+) -> None:
     """The CSRF middleware loads the session before any view runs."""
     settings.CSRF_USE_SESSIONS = True
     with recovers(), unreachable():
@@ -155,7 +158,9 @@ def test_an_error_in_another_middleware_becomes_503_too(browser: Client, setting
         assert_api_503(browser.get("/api/v1/certificates/"))
 
 
-def test_a_session_not_saved_on_the_way_out_becomes_503(browser: Client, settings: Any) -> None:
+def test_a_session_not_saved_on_the_way_out_becomes_503(
+    browser: Client, settings: Settings
+) -> None:
     """The view answered; saving the session fails (Django reports it as a 400)."""
     settings.SESSION_SAVE_EVERY_REQUEST = True
 
@@ -179,7 +184,7 @@ def test_other_database_errors_stay_errors(browser: Client) -> None:
     assert not availability.down
 
 
-def test_a_probe_that_reaches_the_database_marks_it_up(transactional_db: Any) -> None:
+def test_a_probe_that_reaches_the_database_marks_it_up(transactional_db: None) -> None:
     """The real probe (a statement through the pool) after a failure, on its own thread."""
     availability.failed(connection_error())
     assert availability.down

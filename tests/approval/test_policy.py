@@ -141,7 +141,8 @@ def test_apply_records_checks_and_decides_through_actions() -> None:
     assert ok.approval == Approval.APPROVED and ok.decided_by == "policy"
     assert ok.policy_checks["outcome"] == "approve"
     assert len(ok.policy_checks["checks"]) == 7
-    assert ok.get_condition("Approved")["reason"] == "AutoApproved"
+    approved = ok.get_condition("Approved")
+    assert approved is not None and approved["reason"] == "AutoApproved"
     waiting = external(issuer, name="waiting", cn="someone-else")
     approval.apply(waiting)
     approval.apply(waiting)  # evaluated again: no second timeline entry
@@ -162,10 +163,12 @@ def test_worker_approves_signs_and_denies_by_policy() -> None:
         cr.refresh_from_db()
     assert (good.approval, good.state) == (Approval.APPROVED, RequestState.ISSUED)
     assert (bad.approval, bad.state) == (Approval.DENIED, RequestState.DENIED)
-    assert bad.get_condition("Denied")["reason"] == "PolicyDenied"
-    assert "deny rule 'no-db'" in bad.get_condition("Denied")["message"]
+    denied = bad.get_condition("Denied")
+    assert denied is not None and denied["reason"] == "PolicyDenied"
+    assert "deny rule 'no-db'" in denied["message"]
     assert person.approval == Approval.PENDING
-    assert "ipSanCidrs" in person.get_condition("Ready")["message"]
+    ready = person.get_condition("Ready")
+    assert ready is not None and "ipSanCidrs" in ready["message"]
     # The timeline says who decided and why.
     event = Event.objects.filter(name="bad", reason="Denied").order_by("created_at", "id")[0]
     assert event.actor == "policy" and "no-db" in event.message

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from io import StringIO
-from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from issuance.models import Approval, Event
 from tests.approval.test_policy import RULES, external, issuer_with
@@ -17,7 +19,7 @@ from tests.helpers import drain
 pytestmark = pytest.mark.django_db
 
 
-def test_queue_page_shows_each_check_and_the_failing_one(role_users: dict) -> None:
+def test_queue_page_shows_each_check_and_the_failing_one(role_users: dict[str, User]) -> None:
     issuer = issuer_with({"rules": RULES})
     external(issuer, name="node-2-serving", cn="system:node:node-2")
     drain()
@@ -63,7 +65,9 @@ def test_certctl_decides_for_every_source(source: str) -> None:
     assert denied.message == "Unknown: who?"
 
 
-def test_api_shows_the_policy_verdict(role_users: dict, api_client_for: Any) -> None:
+def test_api_shows_the_policy_verdict(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> None:
     issuer = issuer_with({"rules": RULES})
     external(issuer, name="node-3-serving", ips=("192.168.7.7",))
     drain()

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
@@ -16,7 +17,14 @@ from rest_framework.test import APIClient
 from issuance import actions
 from issuance.bootstrap.requests import MAX_PENDING_PER_TOKEN
 from issuance.bootstrap.tokens import create_token, hash_secret, revoke
-from issuance.models import Approval, BootstrapToken, CertificateRequest, Event, RequestState
+from issuance.models import (
+    Approval,
+    BootstrapToken,
+    CertificateRequest,
+    Event,
+    Issuer,
+    RequestState,
+)
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from issuance.pki.x509 import split_pem_chain
@@ -40,12 +48,12 @@ def client_with(token: str | None) -> APIClient:
 
 
 @pytest.fixture
-def issuer() -> Any:
+def issuer() -> Issuer:
     return make_ca_issuer("node-ca", "node-ca-secret", maxDuration="2h")
 
 
 @pytest.fixture
-def token(issuer: Any) -> str:
+def token(issuer: Issuer) -> str:
     return create_token(actor="admin", description="node-1")[1]
 
 
@@ -54,7 +62,7 @@ def submit(token: str, **body: Any) -> Any:
     return client_with(token).post(URL, payload, format="json")
 
 
-def test_token_format_and_storage(issuer: Any) -> None:
+def test_token_format_and_storage(issuer: Issuer) -> None:
     row, full = create_token(actor="admin", ttl=timedelta(hours=1))
     token_id, secret = full.split(".")
     assert len(token_id) == 6 and len(secret) == 16
@@ -118,7 +126,7 @@ def test_too_short_expiration_is_refused(token: str) -> None:
     assert "expirationSeconds" in response.json()  # the body field, as sent
 
 
-def test_scope_own_requests_only(issuer: Any, token: str) -> None:
+def test_scope_own_requests_only(issuer: Issuer, token: str) -> None:
     other = create_token(actor="admin")[1]
     assert submit(token, name="mine").status_code == 201
     assert submit(other, name="theirs").status_code == 201
@@ -142,7 +150,7 @@ def test_scope_own_requests_only(issuer: Any, token: str) -> None:
         assert CertificateRequest.objects.get(name=name).approval == Approval.PENDING
 
 
-def test_bad_tokens_are_401(issuer: Any, token: str) -> None:
+def test_bad_tokens_are_401(issuer: Issuer, token: str) -> None:
     token_id = token.split(".", maxsplit=1)[0]
     assert client_with(None).get(URL).status_code == 401
     assert client_with("not-a-token").get(URL).status_code == 401
@@ -161,13 +169,15 @@ def test_bad_tokens_are_401(issuer: Any, token: str) -> None:
     assert client_with(fresh).get(URL).status_code == 401
 
 
-def test_console_users_cannot_use_the_bootstrap_api(issuer: Any, role_users: Any) -> None:
+def test_console_users_cannot_use_the_bootstrap_api(
+    issuer: Issuer, role_users: dict[str, User]
+) -> None:
     client = APIClient()
     client.force_login(role_users["admin"])
     assert client.get(URL).status_code == 401
 
 
-def test_signer_name_and_issuer_limits(issuer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_signer_name_and_issuer_limits(issuer: Issuer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBE_SIGNER_NAMES", "example.com/node-serving=node-ca")
     make_ca_issuer("other-ca", "other-ca-secret")
     limited = create_token(actor="admin", issuer_names=["node-ca"])[1]
@@ -205,7 +215,7 @@ def test_pending_requests_per_token_are_limited(token: str) -> None:
     assert submit(token, name="after-deny").status_code == 201
 
 
-def test_bootstrap_token_command(issuer: Any) -> None:
+def test_bootstrap_token_command(issuer: Issuer) -> None:
     out, err = StringIO(), StringIO()
     call_command(
         "bootstrap_token",

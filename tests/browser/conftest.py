@@ -99,14 +99,14 @@ def sync_orm_beside_playwright(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def committed(sync_orm_beside_playwright: None, transactional_db: Any) -> None:
+def committed(sync_orm_beside_playwright: None, transactional_db: None) -> None:
     """The server process must see what a test writes: every browser test commits (a
     transactional test). Role groups are made by the user builders (tests/factories.py)."""
 
 
 @pytest.fixture
 def start_server(
-    transactional_db: Any, request: pytest.FixtureRequest
+    transactional_db: None, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., str]]:
     """Start `manage.py serve` (uvicorn + the reconcile worker); returns its base URL.
 

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 
 from issuance.models import Certificate, Challenge, Order
 from issuance.specs.issuer import apply_issuer
-from tests.browser.test_console import login
+from tests.browser.pages import login
 from tests.e2e.servers import ChallTestSrv, PebbleServer, free_port, pebble_stack
 from tests.helpers import wait_for
 

@@ -31,7 +31,7 @@ def app(server: str) -> str:
 
 
 @pytest.fixture
-def issuers(db: Any) -> None:
+def issuers(db: None) -> None:
     apply_issuer("selfsigned", {"selfSigned": {}}, actor="test")
     # Every request of this issuer waits for a person, even our own certificates'.
     apply_issuer(

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import dns.nameserver
 import dns.resolver
 import pytest
 from django.db import transaction
+from pytest_django import Settings
 
 from issuance.controllers import challenges as controller
 from issuance.controllers.base import TemporaryError
-from issuance.models import Challenge, Event
+from issuance.models import Challenge, Event, Order
 from issuance.solvers.base import (
     SolverConfigError,
     dns01_txt_value,
@@ -37,7 +39,7 @@ def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bind9Server]:
         yield server
 
 
-def rfc2136_solver_config(bind: Bind9Server, secret_name: str = "tsig") -> dict:
+def rfc2136_solver_config(bind: Bind9Server, secret_name: str = "tsig") -> dict[str, Any]:
     with transaction.atomic():  # store() locks the row
         store(SecretWrite(name=secret_name, path="test", type=OPAQUE, data={"secret": bind.secret}))
     return {
@@ -53,17 +55,21 @@ def rfc2136_solver_config(bind: Bind9Server, secret_name: str = "tsig") -> dict:
 
 
 @pytest.fixture
-def order():
+def order() -> Order:
     return make_order(make_acme_issuer())
 
 
-def dns_challenge(order, name: str, solver: dict, key_auth: str, **fields) -> Challenge:
+def dns_challenge(
+    order: Order, name: str, solver: dict[str, Any], key_auth: str, **fields: Any
+) -> Challenge:
     # As the orders controller (and cert-manager) do: a dns-01 spec.key is the TXT value.
     key = dns01_txt_value(key_auth)
     return make_challenge(order, name, "dns-01", solver=solver, key=key, **fields)
 
 
-def test_rfc2136_adds_and_removes_only_its_own_value(bind, order, settings):
+def test_rfc2136_adds_and_removes_only_its_own_value(
+    bind: Bind9Server, order: Order, settings: Settings
+) -> None:
     settings.SELF_CHECK_NAMESERVERS = [bind.address]
     solver_config = rfc2136_solver_config(bind)
     first = dns_challenge(order, "www.example.test", solver_config, "k1.thumb")
@@ -92,7 +98,9 @@ def test_rfc2136_adds_and_removes_only_its_own_value(bind, order, settings):
     assert bind.txt(fqdn) == []
 
 
-def test_second_zone_and_authoritative_lookup(bind, order, settings):
+def test_second_zone_and_authoritative_lookup(
+    bind: Bind9Server, order: Order, settings: Settings
+) -> None:
     """Without SELF_CHECK_NAMESERVERS the check asks the zone's own nameservers (SOA → NS)."""
     settings.SELF_CHECK_NAMESERVERS = []
     chal = dns_challenge(order, "api.example.org", rfc2136_solver_config(bind), "k3.thumb")
@@ -113,7 +121,7 @@ def test_second_zone_and_authoritative_lookup(bind, order, settings):
     assert bind.txt(fqdn) == []
 
 
-def test_wrong_tsig_secret_is_a_temporary_error(bind, order):
+def test_wrong_tsig_secret_is_a_temporary_error(bind: Bind9Server, order: Order) -> None:
     solver_config = rfc2136_solver_config(bind)
     solver_config["dns01"]["rfc2136"]["tsigSecretSecretRef"]["name"] = "wrong"
     with transaction.atomic():
@@ -126,13 +134,15 @@ def test_wrong_tsig_secret_is_a_temporary_error(bind, order):
     assert bind.txt("_acme-challenge.bad.example.test") == []
 
 
-def test_name_outside_the_servers_zones_is_a_temporary_error(bind, order):
+def test_name_outside_the_servers_zones_is_a_temporary_error(
+    bind: Bind9Server, order: Order
+) -> None:
     chal = dns_challenge(order, "www.other.test", rfc2136_solver_config(bind), "k5.thumb")
     with pytest.raises(TemporaryError, match="rfc2136"):
         solver_for(chal).present(chal)
 
 
-def test_rfc2136_config_errors():
+def test_rfc2136_config_errors() -> None:
     with pytest.raises(SolverConfigError, match="tsigAlgorithm"):
         load_config({"nameserver": "127.0.0.1", "tsigKeyName": "k", "tsigAlgorithm": "HMACFOO"})
     with pytest.raises(SolverConfigError, match="nameserver"):
@@ -150,7 +160,7 @@ def test_rfc2136_config_errors():
     assert parse_hostport("ns.example.test") == ("ns.example.test", 53)
 
 
-def test_webhook_provider_end_to_end(bind, order, settings):
+def test_webhook_provider_end_to_end(bind: Bind9Server, order: Order, settings: Settings) -> None:
     settings.SELF_CHECK_NAMESERVERS = [bind.address]
     provider = start_webhook_provider(bind)
     try:
@@ -175,7 +185,7 @@ def test_webhook_provider_end_to_end(bind, order, settings):
         provider.stop()
 
 
-def test_webhook_non_2xx_is_a_temporary_error(bind, order):
+def test_webhook_non_2xx_is_a_temporary_error(bind: Bind9Server, order: Order) -> None:
     provider = start_webhook_provider(bind, fail_with=503)
     try:
         chal = dns_challenge(
@@ -189,7 +199,9 @@ def test_webhook_non_2xx_is_a_temporary_error(bind, order):
         WebhookSolver({"url": "ftp://nope"})
 
 
-def test_controller_presents_then_cleans_up_after_finishing(bind, order, settings):
+def test_controller_presents_then_cleans_up_after_finishing(
+    bind: Bind9Server, order: Order, settings: Settings
+) -> None:
     """present → presented; failing self-check shows why; finish → cleanup removes the TXT."""
     settings.SELF_CHECK_NAMESERVERS = [bind.address]
     chal = dns_challenge(
@@ -220,7 +232,7 @@ def test_controller_presents_then_cleans_up_after_finishing(bind, order, setting
     assert Event.objects.filter(name=chal.name, reason="CleanedUp").exists()
 
 
-def test_controller_present_failure_is_visible(bind, order):
+def test_controller_present_failure_is_visible(bind: Bind9Server, order: Order) -> None:
     solver_config = {"dns01": {"webhook": {"url": "http://127.0.0.1:9/unreachable"}}}
     chal = dns_challenge(
         order, "fail.example.test", solver_config, "k9.t", processing=True, state="pending"
@@ -232,7 +244,7 @@ def test_controller_present_failure_is_visible(bind, order):
     assert not chal.presented
 
 
-def test_unusable_solver_config_fails_the_challenge(order):
+def test_unusable_solver_config_fails_the_challenge(order: Order) -> None:
     chal = make_challenge(
         order, "cfg.example.test", "dns-01", solver={"dns01": {}}, processing=True, state="pending"
     )
@@ -245,7 +257,9 @@ def test_unusable_solver_config_fails_the_challenge(order):
     assert order.due_at is not None
 
 
-def test_self_check_resolver_uses_configured_nameservers(bind, settings):
+def test_self_check_resolver_uses_configured_nameservers(
+    bind: Bind9Server, settings: Settings
+) -> None:
     from issuance.solvers.selfcheck import resolve_addresses
 
     settings.SELF_CHECK_NAMESERVERS = [bind.address]
@@ -256,7 +270,9 @@ def test_self_check_resolver_uses_configured_nameservers(bind, settings):
         resolve_addresses("www.not-served.test")  # BIND refuses names outside its zones
 
 
-def test_challenge_of_a_failed_order_stops_and_cleans_up(bind, order, settings):
+def test_challenge_of_a_failed_order_stops_and_cleans_up(
+    bind: Bind9Server, order: Order, settings: Settings
+) -> None:
     settings.SELF_CHECK_NAMESERVERS = [bind.address]
     chal = dns_challenge(
         order,

@@ -14,17 +14,20 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
 from django.test import Client
+from pytest_django import Settings
 
 from issuance.controllers import challenges as controller
 from issuance.management.commands.http01_solver import make_server
-from issuance.models import Event
+from issuance.models import Event, Order
 from issuance.solvers.selfcheck import check_http01
 from tests.e2e.servers import free_port, wait_for_tcp
 from tests.factories import make_acme_issuer, make_challenge, make_order
@@ -33,7 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def order(db):
+def order(db: None) -> Order:
     return make_order(make_acme_issuer())
 
 
@@ -48,7 +51,7 @@ def get(url: str) -> tuple[int, str, dict[str, str]]:
 # -- the web app -----------------------------------------------------------------------
 
 
-def test_web_app_answers_presented_token_for_any_host(order):
+def test_web_app_answers_presented_token_for_any_host(order: Order) -> None:
     chal = make_challenge(order, "www.example.test", token="tok-web_1", presented=True)
     client = Client(HTTP_HOST="www.example.test")  # not in ALLOWED_HOSTS: must still answer
     response = client.get("/.well-known/acme-challenge/tok-web_1")
@@ -68,7 +71,9 @@ def test_web_app_answers_presented_token_for_any_host(order):
         ({"presented": True}, "dns-01"),  # a DNS-01 token is never served over HTTP
     ],
 )
-def test_web_app_does_not_answer_other_tokens(order, fields, type_):
+def test_web_app_does_not_answer_other_tokens(
+    order: Order, fields: dict[str, Any], type_: str
+) -> None:
     make_challenge(order, "www.example.test", type_, token="tok-hidden", **fields)
     client = Client(HTTP_HOST="www.example.test")
     assert client.get("/.well-known/acme-challenge/tok-hidden").status_code == 404
@@ -76,7 +81,7 @@ def test_web_app_does_not_answer_other_tokens(order, fields, type_):
     assert client.get("/.well-known/acme-challenge/bad.token!").status_code == 404
 
 
-def test_answer_stops_once_finished(order):
+def test_answer_stops_once_finished(order: Order) -> None:
     chal = make_challenge(order, "www.example.test", token="tok-stop", presented=True)
     client = Client()
     assert client.get("/.well-known/acme-challenge/tok-stop").status_code == 200
@@ -89,7 +94,7 @@ def test_answer_stops_once_finished(order):
 
 
 @pytest.fixture
-def solver_server(transactional_db):
+def solver_server(transactional_db: None) -> Iterator[int]:
     server = make_server("127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -100,7 +105,7 @@ def solver_server(transactional_db):
         server.server_close()
 
 
-def test_solver_server_answers_bursts(solver_server):
+def test_solver_server_answers_bursts(solver_server: int) -> None:
     order = make_order(make_acme_issuer(), with_certificate=False)
     chal = make_challenge(order, "burst.example.test", token="tok-burst", presented=True)
     base = f"http://127.0.0.1:{solver_server}"
@@ -115,7 +120,7 @@ def test_solver_server_answers_bursts(solver_server):
     assert get(f"{base}/admin/")[0] == 404
 
 
-def test_http_self_check_passes_and_fails_visibly(solver_server, settings):
+def test_http_self_check_passes_and_fails_visibly(solver_server: int, settings: Settings) -> None:
     settings.HTTP01_SELF_CHECK_PORT = solver_server
     settings.SELF_CHECK_NAMESERVERS = []
     order = make_order(make_acme_issuer(), with_certificate=False)
@@ -127,7 +132,9 @@ def test_http_self_check_passes_and_fails_visibly(solver_server, settings):
     assert missing is not None and "wrong status code '404'" in missing
 
 
-def test_failed_self_check_is_visible_on_the_challenge(transactional_db, settings):
+def test_failed_self_check_is_visible_on_the_challenge(
+    transactional_db: None, settings: Settings
+) -> None:
     """A presented challenge whose token is not reachable: reason, attempts, next check."""
     port = free_port()  # nothing listens here
     settings.HTTP01_SELF_CHECK_PORT = port
@@ -146,7 +153,9 @@ def test_failed_self_check_is_visible_on_the_challenge(transactional_db, setting
     assert chal.next_check_at is not None
     assert chal.processing and not chal.finished and chal.state == "pending"
     event = Event.objects.get(kind="Challenge", name=chal.name, reason="SelfCheckFailed")
-    assert event.certificate_name == order.request.certificate.name
+    certificate = order.request.certificate
+    assert certificate is not None
+    assert event.certificate_name == certificate.name
     # Retried: attempts count up, one event per failure streak (no spam every 10 s).
     controller.reconcile(chal)
     chal.refresh_from_db()
@@ -158,7 +167,7 @@ def test_failed_self_check_is_visible_on_the_challenge(transactional_db, setting
 
 
 @pytest.mark.postgres
-def test_http01_solver_command_serves_and_stops_on_sigterm(transactional_db):
+def test_http01_solver_command_serves_and_stops_on_sigterm(transactional_db: None) -> None:
     order = make_order(make_acme_issuer(), with_certificate=False)
     chal = make_challenge(order, "cmd.example.test", token="tok-cmd", presented=True)
     db = connection.settings_dict

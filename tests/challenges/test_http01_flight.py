@@ -25,7 +25,7 @@ from tests.factories import make_acme_issuer, make_challenge, make_order
 
 
 @pytest.fixture
-def order(db: Any) -> Order:
+def order(db: None) -> Order:
     return make_order(make_acme_issuer())
 
 

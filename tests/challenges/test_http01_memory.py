@@ -18,6 +18,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from pytest_django import Settings
 
 from issuance.availability import DatabaseUnavailable
 from issuance.management.commands.http01_solver import make_server
@@ -38,7 +39,7 @@ def fresh_memory() -> Iterator[None]:
 
 
 @pytest.fixture
-def order(db: Any) -> Order:
+def order(db: None) -> Order:
     return make_order(make_acme_issuer())
 
 
@@ -135,7 +136,7 @@ def test_present_remembers_and_cleanup_forgets(order: Order) -> None:
     assert memory.recall("tok-solver") is None
 
 
-def test_entries_expire_after_the_challenge_timeout(settings: Any) -> None:
+def test_entries_expire_after_the_challenge_timeout(settings: Settings) -> None:
     """Testing the expiry itself, so the timeout is short here."""
     settings.CHALLENGE_PROCESSING_TIMEOUT = timedelta(seconds=0.1)
     memory.remember("tok-old", "key")

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from unittest.mock import patch
 
 import pytest
 from django.db import connection
 
 from issuance.management.commands.http01_solver import SolverHandler, make_server
 from issuance.models import Certificate, Challenge, Secret
-from tests.e2e.conftest import AcmeStack, acme_stack, drive, e2e_workdir  # noqa: F401
+from tests.e2e.conftest import AcmeStack, Drive, acme_stack, drive, e2e_workdir  # noqa: F401
 from tests.e2e.servers import verify_chain
 from tests.factories import make_certificate
 
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 def test_pebble_validates_through_the_standalone_solver(
     acme_stack: Callable[..., AcmeStack],  # noqa: F811
-    drive: Any,  # noqa: F811
+    drive: Drive,  # noqa: F811
 ) -> None:
     stack = acme_stack(serve_http01=False)
     served: list[str] = []
@@ -38,7 +38,8 @@ def test_pebble_validates_through_the_standalone_solver(
                 cursor.execute("PRAGMA read_uncommitted = 1")
         original(self, with_body)
 
-    SolverHandler._answer = counting  # type: ignore[method-assign]
+    answering = patch.object(SolverHandler, "_answer", counting)
+    answering.start()
     server = make_server("127.0.0.1", stack.http_port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -54,7 +55,7 @@ def test_pebble_validates_through_the_standalone_solver(
             120,
         )
     finally:
-        SolverHandler._answer = original  # type: ignore[method-assign]
+        answering.stop()
         server.shutdown()
         server.server_close()
     cert = Certificate.objects.get(name="via-solver")

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -75,7 +74,7 @@ def manifest(tmp_path: Path) -> Path:
     return path
 
 
-def test_apply_creates_issuers_first_then_certificates(db: Any, manifest: Path) -> None:
+def test_apply_creates_issuers_first_then_certificates(db: None, manifest: Path) -> None:
     out, err = run(manifest, "--as", "alice")
     assert out.splitlines() == [
         "clusterissuer.cert-manager.io/internal-ca created",
@@ -93,7 +92,7 @@ def test_apply_creates_issuers_first_then_certificates(db: Any, manifest: Path) 
     assert Event.objects.get(name="web", reason="Created").actor == "alice"
 
 
-def test_reapply_is_unchanged_and_edits_are_configured(db: Any, manifest: Path) -> None:
+def test_reapply_is_unchanged_and_edits_are_configured(db: None, manifest: Path) -> None:
     run(manifest)
     out, _ = run(manifest)
     assert out.split() == [
@@ -164,7 +163,7 @@ def _expect_failure(text: str, tmp_path: Path) -> str:
     ],
 )
 def test_any_invalid_document_applies_nothing(
-    db: Any, tmp_path: Path, replace: str, with_: str, message: str
+    db: None, tmp_path: Path, replace: str, with_: str, message: str
 ) -> None:
     assert replace in MANIFEST
     text = MANIFEST.replace(replace, with_, 1)
@@ -177,7 +176,7 @@ def test_any_invalid_document_applies_nothing(
     assert Event.objects.count() == 0
 
 
-def test_invalid_yaml_and_empty_file(db: Any, tmp_path: Path) -> None:
+def test_invalid_yaml_and_empty_file(db: None, tmp_path: Path) -> None:
     assert "invalid YAML" in _expect_failure("a: [unclosed", tmp_path)
     assert "no documents" in _expect_failure("---\n", tmp_path)
     with pytest.raises(CommandError) as info:
@@ -185,7 +184,7 @@ def test_invalid_yaml_and_empty_file(db: Any, tmp_path: Path) -> None:
     assert "cannot read" in str(info.value)
 
 
-def test_dry_run_changes_nothing(db: Any, manifest: Path) -> None:
+def test_dry_run_changes_nothing(db: None, manifest: Path) -> None:
     out, _ = run(manifest, "--dry-run")
     assert "certificate.cert-manager.io/web valid (dry run)" in out
     assert Issuer.objects.count() == 0 and Certificate.objects.count() == 0

@@ -49,7 +49,8 @@ class TestApprover:
         request.refresh_from_db()
         assert request.approval == Approval.PENDING
         assert request.state == RequestState.PENDING
-        assert request.get_condition("Ready")["reason"] == "Pending"  # type: ignore[index]
+        ready = request.get_condition("Ready")
+        assert ready is not None and ready["reason"] == "Pending"
         actions.approve(request, "alice")
         step_request(request)
         request.refresh_from_db()

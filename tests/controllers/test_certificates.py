@@ -225,6 +225,7 @@ class TestFailures:
         drain()
         cert.refresh_from_db()
         assert cert.failed_issuance_attempts == 2
+        assert cert.last_failure_time is not None
         assert cert.next_retry_time == cert.last_failure_time + timedelta(hours=2)
         move_failure_back(cert, timedelta(hours=2, minutes=1))
         drain()
@@ -290,6 +291,7 @@ class TestFailures:
         cert.refresh_from_db()
         assert requests_of(cert) == []
         assert cert.get_condition("Issuing") is None
+        assert cert.last_failure_time is not None
         assert cert.next_retry_time == cert.last_failure_time + timedelta(hours=1)
         assert cert.state == CertificateState.FAILED
         assert result.requeue_after is not None
@@ -318,6 +320,7 @@ class TestTriggers:
         drain()
         cert.refresh_from_db()
         # an ARI window (within the validity) that is already open moves renewal to now
+        assert cert.not_before is not None
         Certificate.objects.filter(pk=cert.pk).update(
             ari_renewal_time=cert.not_before + timedelta(minutes=1), due_at=timezone.now()
         )
@@ -373,6 +376,7 @@ class TestTriggers:
         drain()
         cert.refresh_from_db()
         assert cert.revision == 2
+        assert cert.not_after is not None and cert.not_before is not None
         assert cert.not_after - cert.not_before == timedelta(hours=240, minutes=5)
 
     def test_spec_change_while_request_pending_supersedes_it(self) -> None:
@@ -428,7 +432,8 @@ class TestTriggers:
         ready = cert.get_condition("Ready")
         assert ready and ready["status"] == "False" and ready["reason"] == "Expired"
         assert cert.state == CertificateState.EXPIRED
-        assert cert.get_condition("Issuing")["reason"] == "Expired"  # type: ignore[index]
+        issuing = cert.get_condition("Issuing")
+        assert issuing is not None and issuing["reason"] == "Expired"
 
 
 class TestHistory:

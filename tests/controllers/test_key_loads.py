@@ -7,6 +7,7 @@ decryption and parse of a private key and labels it with its pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from io import StringIO
 from pathlib import Path
@@ -16,9 +17,12 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from issuance import actions
 from issuance.models import Certificate, Event, Issuer, Secret
@@ -163,11 +167,12 @@ def test_the_next_key_is_generated_once_per_revision_and_kept_across_retries(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from issuance.controllers import issuing
+    from issuance.pki import keys
 
     made: list[str] = []
-    real = issuing.generate_private_key
+    real = keys.generate_private_key
 
-    def counted(spec: Any) -> Any:
+    def counted(spec: dict[str, Any] | None) -> CertificateIssuerPrivateKeyTypes:
         made.append(str(spec))
         return real(spec)
 
@@ -205,7 +210,9 @@ def test_inconsistent_rsa_key_in_an_issuer_spec_is_refused_naming_the_field() ->
 
 
 def test_api_checks_a_key_from_outside_once_and_refuses_an_inconsistent_one(
-    role_users: dict[str, Any], api_client_for: Any, monkeypatch: pytest.MonkeyPatch
+    role_users: dict[str, User],
+    api_client_for: Callable[[User | None], APIClient],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     loads = KeyLoads.watch(monkeypatch)
     client = api_client_for(role_users["admin"])

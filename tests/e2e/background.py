@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import Any
+
+from django.contrib.auth.models import User
 
 from issuance.models import AcmeServer, Certificate, Issuer
 from issuance.roles import VIEWER
@@ -37,10 +38,8 @@ def running_worker() -> Iterator[Worker]:
         assert not thread.is_alive(), "the worker did not stop"
 
 
-def make_viewer(username: str = "e2e-viewer") -> Any:
+def make_viewer(username: str = "e2e-viewer") -> User:
     """A user with the viewer role."""
-    from django.contrib.auth.models import User
-
     from tests.factories import role_group
 
     user = User.objects.create_user(username=username)

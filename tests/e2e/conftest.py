@@ -18,10 +18,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from django.utils import timezone
+from pytest_django import Settings
 
 from issuance.controllers.acme import ratelimit
 from issuance.controllers.acme.accounts import forget_clients
@@ -75,7 +76,7 @@ def e2e_workdir(request: pytest.FixtureRequest) -> Path:
 
 @pytest.fixture
 def acme_stack(
-    e2e_workdir: Path, settings: Any, transactional_db: Any
+    e2e_workdir: Path, settings: Settings, transactional_db: None
 ) -> Iterator[Callable[..., AcmeStack]]:
     started: list[AcmeStack] = []
 
@@ -115,8 +116,16 @@ def acme_stack(
     ratelimit.forget_cache()
 
 
+class Drive(Protocol):
+    """The `drive` fixture: run the worker until `until()` is true, at most `timeout` s."""
+
+    def __call__(
+        self, until: Callable[[], bool], timeout: float = 60.0, threads: int = 1
+    ) -> None: ...
+
+
 @pytest.fixture
-def drive() -> Callable[..., None]:
+def drive() -> Drive:
     """Run the real worker in this process until `until()` is true (or fail after `timeout`)."""
     from issuance.worker.loop import Worker
 

@@ -156,7 +156,7 @@ class Stack:
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         """Read the database directly (the test's view, not through the app)."""
         with psycopg.connect(self.database_url, connect_timeout=5) as conn:
-            return list(conn.execute(sql, params).fetchall())  # type: ignore[arg-type]
+            return list(conn.execute(sql, params).fetchall())
 
     def ready_names(self) -> set[str]:
         rows = self.query("SELECT name FROM issuance_certificate WHERE state = 'Ready'")

@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from pytest_django import Settings
 
 from issuance import actions
 from issuance.acme import exchange as acme_exchange
 from issuance.controllers.acme.accounts import client_for
 from issuance.models import Certificate, CertificateRequest, Challenge, Issuer, Order, Secret
 from issuance.pki.x509 import split_pem_chain
-from tests.e2e.conftest import AcmeStack
+from tests.e2e.conftest import AcmeStack, Drive
 from tests.e2e.servers import verify_chain
 from tests.factories import make_certificate
 
@@ -53,7 +54,7 @@ def assert_issued(stack: AcmeStack, name: str, dns_names: list[str]) -> str:
     return chain
 
 
-def test_http01_single_name(acme_stack: Callable[..., AcmeStack], drive: Any) -> None:
+def test_http01_single_name(acme_stack: Callable[..., AcmeStack], drive: Drive) -> None:
     stack = acme_stack()
     issuer = stack.make_issuer()
     drive(issuer_ready(issuer), timeout=30)
@@ -77,7 +78,7 @@ def test_http01_single_name(acme_stack: Callable[..., AcmeStack], drive: Any) ->
     assert client_for(issuer).list_orders() == [order.url]
 
 
-def test_http01_multi_san(acme_stack: Callable[..., AcmeStack], drive: Any) -> None:
+def test_http01_multi_san(acme_stack: Callable[..., AcmeStack], drive: Drive) -> None:
     stack = acme_stack()
     issuer = stack.make_issuer()
     names = ["a.example.test", "b.example.test", "c.example.org"]
@@ -90,7 +91,7 @@ def test_http01_multi_san(acme_stack: Callable[..., AcmeStack], drive: Any) -> N
 
 
 def test_bad_nonce_is_retried_over_a_multi_certificate_run(
-    acme_stack: Callable[..., AcmeStack], drive: Any
+    acme_stack: Callable[..., AcmeStack], drive: Drive
 ) -> None:
     # A higher rejection rate than Pebble's default 5 % so the retry certainly happens.
     stack = acme_stack(pebble_env={"PEBBLE_WFE_NONCEREJECT": "30"})
@@ -104,7 +105,7 @@ def test_bad_nonce_is_retried_over_a_multi_certificate_run(
     assert acme_exchange.stats().get("bad_nonce", 0) - before >= 1
 
 
-def test_eab_required(acme_stack: Callable[..., AcmeStack], drive: Any) -> None:
+def test_eab_required(acme_stack: Callable[..., AcmeStack], drive: Drive) -> None:
     stack = acme_stack(eab_required=True)
     # No EAB: refused with a clear reason.
     bare = stack.make_issuer("no-eab")
@@ -154,7 +155,7 @@ def test_eab_required(acme_stack: Callable[..., AcmeStack], drive: Any) -> None:
 
 
 def test_failing_challenge_backoff_and_force_renew(
-    acme_stack: Callable[..., AcmeStack], drive: Any, settings: Any
+    acme_stack: Callable[..., AcmeStack], drive: Drive, settings: Settings
 ) -> None:
     """Pebble resolves the name to 127.0.0.2 (nothing listens) while our self-check sees
     127.0.0.1: the self-check passes, the CA's validation fails with its own reason."""
@@ -213,7 +214,7 @@ def json_text(value: Any) -> str:
 
 
 def test_worker_killed_mid_order_finishes_without_a_second_order(
-    acme_stack: Callable[..., AcmeStack], drive: Any
+    acme_stack: Callable[..., AcmeStack], drive: Drive
 ) -> None:
     """The process dies after the CA created the order but before its URL was stored."""
     from django.utils import timezone
@@ -251,7 +252,7 @@ def test_worker_killed_mid_order_finishes_without_a_second_order(
 
 
 def test_preferred_chain_picks_the_alternate_root(
-    acme_stack: Callable[..., AcmeStack], drive: Any
+    acme_stack: Callable[..., AcmeStack], drive: Drive
 ) -> None:
     stack = acme_stack(pebble_env={"PEBBLE_ALTERNATE_ROOTS": "1"})
     roots = [x509.load_pem_x509_certificate(p.encode()) for p in stack.pebble.roots()]

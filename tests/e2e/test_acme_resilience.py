@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
@@ -16,7 +15,7 @@ from issuance.controllers.acme import ratelimit
 from issuance.controllers.acme.accounts import client_for
 from issuance.models import Certificate, Event, Issuer, Order
 from issuance.worker.wakeup import wake
-from tests.e2e.conftest import AcmeStack
+from tests.e2e.conftest import AcmeStack, Drive
 from tests.e2e.servers import manage_py, verify_chain
 from tests.factories import make_certificate
 
@@ -26,7 +25,7 @@ ECDSA = {"algorithm": "ECDSA", "size": 256}
 
 
 def test_paused_ca_gets_no_calls_until_the_pause_ends(
-    acme_stack: Callable[..., AcmeStack], drive: Any
+    acme_stack: Callable[..., AcmeStack], drive: Drive
 ) -> None:
     stack = acme_stack()
     issuer = stack.make_issuer()

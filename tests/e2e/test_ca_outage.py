@@ -26,10 +26,10 @@ import signal
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
@@ -77,7 +77,7 @@ def max_requests(threads: int, seconds: float) -> int:
 class Views:
     """What an operator looks at, read the way a browser and an API client would."""
 
-    def __init__(self, viewer: Any, issuer: Issuer, certificates: list[str]) -> None:
+    def __init__(self, viewer: User, issuer: Issuer, certificates: list[str]) -> None:
         self.web = Client()
         self.web.force_login(viewer)
         self.issuer = issuer
@@ -147,14 +147,14 @@ def outage_events(issuer: Issuer) -> tuple[int, int]:
 
 
 @pytest.fixture
-def viewer(transactional_db: Any) -> Any:
+def viewer(transactional_db: None) -> User:
     return make_viewer()
 
 
 def run_outage(
     issuer: Issuer,
     url: str,
-    viewer: Any,
+    viewer: User,
     *,
     prefix: str,
     go_down: Callable[[], None],
@@ -182,6 +182,7 @@ def run_outage(
         assert pending, "some certificates are still being issued when the CA goes away"
 
         record = wait_for(lambda: outage_record(url), 45, "the CA recorded unreachable")
+        assert record.unreachable_since is not None
         first_failure: datetime = record.unreachable_since
         views = Views(viewer, issuer, [c.name for c in pending])
         wait_for(lambda: views.show_outage(errors), 30, "the outage shown everywhere")
@@ -209,7 +210,7 @@ def run_outage(
     }
 
 
-def test_frozen_ca_sigstop(acme_stack: Callable[..., AcmeStack], viewer: Any) -> None:
+def test_frozen_ca_sigstop(acme_stack: Callable[..., AcmeStack], viewer: User) -> None:
     stack = acme_stack()
     issuer = stack.make_issuer()
     pid = stack.pebble.process.popen.pid
@@ -229,7 +230,7 @@ def test_frozen_ca_sigstop(acme_stack: Callable[..., AcmeStack], viewer: Any) ->
     print("frozen CA:", result)
 
 
-def test_refusing_ca_port_closed(acme_stack: Callable[..., AcmeStack], viewer: Any) -> None:
+def test_refusing_ca_port_closed(acme_stack: Callable[..., AcmeStack], viewer: User) -> None:
     stack = acme_stack()
     proxy = TcpProxy(("127.0.0.1", stack.pebble.port))
     try:

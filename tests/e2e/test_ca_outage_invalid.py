@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from pytest_django import Settings
 
 from issuance.models import Certificate, Challenge, ChallengeState, Event, Order
 from issuance.worker.wakeup import notify_workers
@@ -44,7 +45,7 @@ class HeldValidation:
     """Pebble's HTTP-01 port is a forwarder to the app; the self-check reaches the app
     directly, so the challenge is accepted while the CA's fetch can be held."""
 
-    def __init__(self, stack: AcmeStack, settings: Any) -> None:
+    def __init__(self, stack: AcmeStack, settings: Settings) -> None:
         self.app = DjangoThreadServer(free_port())
         settings.HTTP01_SELF_CHECK_PORT = self.app.port
         self.proxy = TcpProxy(("127.0.0.1", self.app.port), port=stack.http_port)
@@ -55,7 +56,9 @@ class HeldValidation:
 
 
 @pytest.fixture
-def held(acme_stack: Callable[..., AcmeStack], settings: Any) -> Iterator[tuple[AcmeStack, Any]]:
+def held(
+    acme_stack: Callable[..., AcmeStack], settings: Settings
+) -> Iterator[tuple[AcmeStack, Any]]:
     stack = acme_stack(serve_http01=False)
     validation = HeldValidation(stack, settings)
     try:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.utils import timezone
+from pytest_django import Settings
 
 from issuance.controllers.challenges import SYNC_IF_QUEUED_FOR
 from issuance.metrics import REGISTRY
 from issuance.models import Certificate, Challenge, Event
-from tests.e2e.conftest import AcmeStack
+from tests.e2e.conftest import AcmeStack, Drive
 from tests.factories import make_certificate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -30,7 +30,7 @@ def acme_calls(action: str) -> float:
 
 
 def test_long_queued_pending_challenge_is_synced_once_then_presented(
-    acme_stack: Callable[..., AcmeStack], drive: Any, settings: Any
+    acme_stack: Callable[..., AcmeStack], drive: Drive, settings: Settings
 ) -> None:
     stack = acme_stack()
     settings.MAX_CONCURRENT_CHALLENGES = 0  # nothing is scheduled yet

@@ -9,18 +9,20 @@ checks the chain against Pebble's root and that the TXT records are gone afterwa
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography import x509
 from django.db import transaction
+from pytest_django import Settings
 
 from issuance.models import Certificate, Challenge, Event, Order, Secret
 from issuance.pki.x509 import split_pem_chain
 from issuance.specs.secrets import OPAQUE, SecretWrite, store
 from tests.e2e.bind9 import Bind9Server, bind9_server, start_webhook_provider
-from tests.e2e.conftest import AcmeStack
+from tests.e2e.conftest import AcmeStack, Drive
 from tests.e2e.servers import verify_chain
 from tests.factories import make_certificate
 
@@ -50,7 +52,9 @@ def rfc2136_solver(bind: Bind9Server) -> dict[str, Any]:
     }
 
 
-def dns_stack(acme_stack: Callable[..., AcmeStack], bind: Bind9Server, settings: Any) -> AcmeStack:
+def dns_stack(
+    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, settings: Settings
+) -> AcmeStack:
     stack = acme_stack(dns_server=bind.address, serve_http01=False)
     # Our self-check asks BIND too (its NS records say port 53; it listens elsewhere).
     settings.SELF_CHECK_NAMESERVERS = [bind.address]
@@ -88,7 +92,7 @@ def assert_issued(stack: AcmeStack, name: str, dns_names: list[str]) -> list[Cha
 
 
 def test_dns01_rfc2136_single_name(
-    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, drive: Any, settings: Any
+    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, drive: Drive, settings: Settings
 ) -> None:
     stack = dns_stack(acme_stack, bind, settings)
     issuer = stack.make_issuer("bind", solvers=[rfc2136_solver(bind)])
@@ -100,7 +104,7 @@ def test_dns01_rfc2136_single_name(
 
 
 def test_dns01_rfc2136_wildcard_and_base_name(
-    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, drive: Any, settings: Any
+    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, drive: Drive, settings: Settings
 ) -> None:
     stack = dns_stack(acme_stack, bind, settings)
     issuer = stack.make_issuer("bind-wild", solvers=[rfc2136_solver(bind)])
@@ -113,15 +117,20 @@ def test_dns01_rfc2136_wildcard_and_base_name(
         ("example.test", False),
         ("example.test", True),
     ]
+
     # The scheduler ran them one after the other (same dnsName and type).
-    first, second = sorted(challenges, key=lambda c: c.scheduled_at)
+    def scheduled(c: Challenge) -> datetime:
+        assert c.scheduled_at is not None, f"{c.name} never scheduled"
+        return c.scheduled_at
+
+    first, second = sorted(challenges, key=scheduled)
     first_valid = Event.objects.get(name=first.name, reason="Valid").created_at
-    assert second.scheduled_at >= first_valid
+    assert scheduled(second) >= first_valid
     assert bind.txt("_acme-challenge.example.test") == []
 
 
 def test_dns01_webhook_provider(
-    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, drive: Any, settings: Any
+    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, drive: Drive, settings: Settings
 ) -> None:
     stack = dns_stack(acme_stack, bind, settings)
     provider = start_webhook_provider(bind)

@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.db import transaction
 from django.utils import timezone
+from pytest_django import Settings
 
 from issuance.controllers.acme.accounts import client_for
 from issuance.controllers.challenges import SYNC_IF_QUEUED_FOR
@@ -24,7 +24,7 @@ from issuance.models import Certificate, Challenge, Event
 from issuance.solvers.registry import solver_for
 from issuance.specs.secrets import OPAQUE, SecretWrite, store
 from tests.e2e.bind9 import Bind9Server, bind9_server
-from tests.e2e.conftest import AcmeStack
+from tests.e2e.conftest import AcmeStack, Drive
 from tests.factories import make_certificate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -40,7 +40,7 @@ def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bind9Server]:
 
 @pytest.fixture
 def queued_challenge(
-    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, drive: Any, settings: Any
+    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, drive: Drive, settings: Settings
 ) -> Callable[[str], Challenge]:
     def make(name: str) -> Challenge:
         stack = acme_stack(dns_server=bind.address, serve_http01=False)
@@ -79,9 +79,11 @@ def wait_authz_valid(chal: Challenge) -> None:
     raise AssertionError("authorization did not become valid")
 
 
-def finish_with_worker(chal: Challenge, drive: Any, settings: Any) -> Challenge:
+def finish_with_worker(chal: Challenge, drive: Drive, settings: Settings) -> Challenge:
     settings.MAX_CONCURRENT_CHALLENGES = 60
-    cert_name = chal.order.request.certificate.name
+    certificate = chal.order.request.certificate
+    assert certificate is not None
+    cert_name = certificate.name
 
     def done() -> bool:
         c = Challenge.objects.get(pk=chal.pk)
@@ -118,7 +120,10 @@ def acme_calls(action: str) -> float:
 
 
 def test_fresh_pending_challenge_is_presented_without_asking_the_ca_first(
-    queued_challenge: Callable[[str], Challenge], bind: Bind9Server, drive: Any, settings: Any
+    queued_challenge: Callable[[str], Challenge],
+    bind: Bind9Server,
+    drive: Drive,
+    settings: Settings,
 ) -> None:
     chal = queued_challenge("fresh")
     before = acme_calls("get_challenge")
@@ -129,7 +134,10 @@ def test_fresh_pending_challenge_is_presented_without_asking_the_ca_first(
 
 
 def test_already_valid_at_the_ca_is_not_presented_again(
-    queued_challenge: Callable[[str], Challenge], bind: Bind9Server, drive: Any, settings: Any
+    queued_challenge: Callable[[str], Challenge],
+    bind: Bind9Server,
+    drive: Drive,
+    settings: Settings,
 ) -> None:
     chal = queued_challenge("synced")
     # Someone (an earlier run) presented and answered it; the CA validated it while ours
@@ -149,7 +157,10 @@ def test_already_valid_at_the_ca_is_not_presented_again(
 
 
 def test_long_queued_and_still_pending_is_read_once_then_presented(
-    queued_challenge: Callable[[str], Challenge], bind: Bind9Server, drive: Any, settings: Any
+    queued_challenge: Callable[[str], Challenge],
+    bind: Bind9Server,
+    drive: Drive,
+    settings: Settings,
 ) -> None:
     chal = queued_challenge("waited")
     queued_since = timezone.now() - SYNC_IF_QUEUED_FOR - timedelta(seconds=1)
@@ -163,7 +174,10 @@ def test_long_queued_and_still_pending_is_read_once_then_presented(
 
 
 def test_crash_after_the_answer_reached_the_ca(
-    queued_challenge: Callable[[str], Challenge], bind: Bind9Server, drive: Any, settings: Any
+    queued_challenge: Callable[[str], Challenge],
+    bind: Bind9Server,
+    drive: Drive,
+    settings: Settings,
 ) -> None:
     chal = queued_challenge("answered")
     solver_for(chal).present(chal)
@@ -175,7 +189,10 @@ def test_crash_after_the_answer_reached_the_ca(
 
 
 def test_crash_before_the_answer_was_sent(
-    queued_challenge: Callable[[str], Challenge], bind: Bind9Server, drive: Any, settings: Any
+    queued_challenge: Callable[[str], Challenge],
+    bind: Bind9Server,
+    drive: Drive,
+    settings: Settings,
 ) -> None:
     chal = queued_challenge("unsent")
     solver_for(chal).present(chal)

@@ -5,7 +5,6 @@ reconcile pass, and never with OpenSSL's full RSA check (tests/keyloads.py count
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -13,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from issuance.models import Certificate, Issuer, Secret
 from issuance.pki.encryption import decrypt_text
 from issuance.pki.keys import load_stored_private_key
-from tests.e2e.conftest import AcmeStack
+from tests.e2e.conftest import AcmeStack, Drive
 from tests.factories import make_certificate
 from tests.keyloads import KeyLoads, key_id
 
@@ -21,7 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 def test_default_key_acme_issuance_loads_each_key_once_per_pass(
-    acme_stack: Callable[..., AcmeStack], drive: Any, monkeypatch: pytest.MonkeyPatch
+    acme_stack: Callable[..., AcmeStack], drive: Drive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loads = KeyLoads.watch(monkeypatch)
     stack = acme_stack()

@@ -22,12 +22,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
+from pytest_django import Settings
 
 from issuance.models import Certificate, Challenge
 from issuance.solvers import selfcheck
@@ -99,7 +100,7 @@ def check_retries(watch: Watch, where: str) -> None:
         assert interval - 1 <= gap <= interval + selfcheck.TIMEOUT + 3, gap
 
 
-def check_shown(viewer: Any, watch: Watch, certificate: str) -> None:
+def check_shown(viewer: User, watch: Watch, certificate: str) -> None:
     """The reason is what the API, the challenges page and the certificate page show."""
     web = Client()
     web.force_login(viewer)
@@ -166,12 +167,12 @@ def bind(tmp_path: Path) -> Iterator[Bind9Server]:
 
 
 @pytest.fixture
-def viewer(transactional_db: Any) -> Any:
+def viewer(transactional_db: None) -> User:
     return make_viewer()
 
 
 def test_dns01_self_check_server_down_then_back(
-    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, settings: Any, viewer: Any
+    acme_stack: Callable[..., AcmeStack], bind: Bind9Server, settings: Settings, viewer: User
 ) -> None:
     stack = acme_stack(dns_server=bind.address, serve_http01=False)
     settings.SELF_CHECK_NAMESERVERS = [bind.address]
@@ -206,7 +207,7 @@ def restart_challtestsrv(dns: ChallTestSrv, workdir: Path) -> None:
 
 
 def test_http01_self_check_resolver_down_then_back(
-    acme_stack: Callable[..., AcmeStack], viewer: Any
+    acme_stack: Callable[..., AcmeStack], viewer: User
 ) -> None:
     stack = acme_stack()
     issuer = stack.make_issuer()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from pytest_django import DjangoAssertNumQueries
 
 from issuance.fastpaths.compiled_query import CompiledQuery, compiled
 from issuance.models import Certificate, Issuer
@@ -16,11 +15,13 @@ pytestmark = pytest.mark.django_db
 STAND_IN = "\x00name"
 
 
-def by_name(name: str) -> object:
+def by_name(name: str) -> QuerySet[Certificate]:
     return Certificate.objects.filter(name=name).select_related("issuer").order_by()
 
 
-def test_runs_with_each_value_and_fills_related_rows(django_assert_num_queries: Any) -> None:
+def test_runs_with_each_value_and_fills_related_rows(
+    django_assert_num_queries: DjangoAssertNumQueries,
+) -> None:
     issuer = make_selfsigned_issuer("one")
     make_certificate("alpha", issuer)
     make_certificate("beta", make_selfsigned_issuer("two"))

@@ -36,8 +36,13 @@ def test_sends_post_save_with_the_update_fields() -> None:
     cert = make_certificate("signal", make_selfsigned_issuer())
     seen: list[frozenset[str] | None] = []
 
-    def receiver(sender: type, instance: Certificate, **kwargs: object) -> None:
-        seen.append(kwargs.get("update_fields"))  # type: ignore[arg-type]
+    def receiver(
+        sender: type,
+        instance: Certificate,
+        update_fields: frozenset[str] | None = None,
+        **kwargs: object,
+    ) -> None:
+        seen.append(update_fields)
 
     post_save.connect(receiver, sender=Certificate)
     try:

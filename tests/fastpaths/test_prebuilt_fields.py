@@ -19,8 +19,8 @@ def _drf_own(cls: type[serializers.Serializer[Any]]) -> type[serializers.Seriali
     """The same serializer without the mixin (DRF copies its fields per instance)."""
     bases = tuple(b for b in cls.__bases__ if b is not PrebuiltFieldsMixin)
     plain: type[serializers.Serializer[Any]] = type(f"Plain{cls.__name__}", bases, {})
-    for name, field in cls._declared_fields.items():  # type: ignore[attr-defined]
-        plain._declared_fields[name] = field  # type: ignore[attr-defined]
+    for name, field in cls._declared_fields.items():
+        plain._declared_fields[name] = field
     return plain
 
 

@@ -50,6 +50,7 @@ class Cluster:
     port: int
     admin_token: str
     kubeconfig: Path
+    startup_seconds: float = 0.0  # how long start_cluster took (etcd, apiserver, ready)
 
     @property
     def url(self) -> str:
@@ -212,5 +213,5 @@ def start_cluster(
     except Exception:
         cluster.stop()
         raise
-    cluster.startup_seconds = time.monotonic() - started  # type: ignore[attr-defined]
+    cluster.startup_seconds = time.monotonic() - started
     return cluster

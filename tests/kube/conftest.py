@@ -6,7 +6,7 @@ import base64
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client as k8s
@@ -17,6 +17,8 @@ from issuance.kube.connector import Connector
 from tests.factories import csr_pem
 from tests.helpers import wait_for
 from tests.kube.cluster import Cluster, apiserver_binary, etcd_binary, start_cluster
+
+T = TypeVar("T")
 
 NODE_TOKEN = "node1-" + uuid.uuid4().hex
 NODE_USER = "system:node:node-1"
@@ -32,21 +34,23 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         admin = k8s.RbacAuthorizationV1Api(_api_client(cluster.kubeconfig))
         # What kubeadm sets up: nodes may create and read CSRs.
         admin.create_cluster_role_binding(
-            {
-                "metadata": {"name": "nodes-create-csrs"},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": "system:node-bootstrapper",
-                },
-                "subjects": [
-                    {
+            k8s.V1ClusterRoleBinding.model_validate(
+                {
+                    "metadata": {"name": "nodes-create-csrs"},
+                    "roleRef": {
                         "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "Group",
-                        "name": "system:nodes",
-                    }
-                ],
-            }
+                        "kind": "ClusterRole",
+                        "name": "system:node-bootstrapper",
+                    },
+                    "subjects": [
+                        {
+                            "apiGroup": "rbac.authorization.k8s.io",
+                            "kind": "Group",
+                            "name": "system:nodes",
+                        }
+                    ],
+                }
+            )
         )
         yield cluster
     finally:
@@ -129,11 +133,15 @@ def csr_body(name: str, signer: str, pem: str, usages: list[str] | None = None) 
 
 
 def sync_until(
-    check: Callable[[], Any], conn: Connector | None = None, timeout: float = 30, what: str = ""
-) -> Any:
-    """Run connector passes until `check()` is truthy (no fixed sleeps for the outcome)."""
+    check: Callable[[], T | None],
+    conn: Connector | None = None,
+    timeout: float = 30,
+    what: str = "",
+) -> T:
+    """Run connector passes until `check()` is truthy (no fixed sleeps for the outcome); its
+    value."""
 
-    def synced() -> Any:
+    def synced() -> T | None:
         if conn is not None:
             conn.sync()
         return check()

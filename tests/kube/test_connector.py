@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from django.contrib.auth.models import User
 from kubernetes import client as k8s
 
 from issuance import actions
@@ -154,7 +155,8 @@ def test_decision_made_in_the_cluster_is_carried_over(
     )
     cr.refresh_from_db()
     assert cr.decided_by == "kubernetes"
-    assert cr.get_condition("Approved")["reason"] == "KubectlApprove"
+    approved = cr.get_condition("Approved")
+    assert approved is not None and approved["reason"] == "KubectlApprove"
     drain()
     sync_until(lambda: (kapi.read_csr(name).get("status") or {}).get("certificate"), kconn)
 
@@ -244,7 +246,8 @@ def test_deleted_csr_leaves_the_queue(
     kapi.certs.delete_certificate_signing_request(name)
     sync_until(lambda: CertificateRequest.objects.get(pk=cr.pk).approval == Approval.DENIED, kconn)
     cr.refresh_from_db()
-    assert cr.get_condition("Denied")["reason"] == "CSRDeleted"
+    denied = cr.get_condition("Denied")
+    assert denied is not None and denied["reason"] == "CSRDeleted"
     assert KubeCSR.objects.get(request=cr).deleted
 
 
@@ -259,8 +262,7 @@ def test_secret_export_writes_tls_secret_per_revision(kconn: Connector, kapi: Ku
     drain()
     cert.refresh_from_db()
     assert cert.revision == 1
-    sync_until(lambda: _secret(kapi, secret_name), kconn, what="Secret exported")
-    first = _secret(kapi, secret_name)
+    first = sync_until(lambda: _secret(kapi, secret_name), kconn, what="Secret exported")
     stored = Secret.objects.get(name=cert.secret_name)
     assert first["type"] == "kubernetes.io/tls"
     assert _b64(first["data"]["tls.crt"]) == stored.tls_crt
@@ -272,15 +274,14 @@ def test_secret_export_writes_tls_secret_per_revision(kconn: Connector, kapi: Ku
     drain()
     cert.refresh_from_db()
     assert cert.revision == 2
-    sync_until(
-        lambda: (
-            _b64(_secret(kapi, secret_name)["data"]["tls.crt"])
-            == Secret.objects.get(name=cert.secret_name).tls_crt
-        ),
-        kconn,
-        what="Secret replaced",
-    )
-    second = _secret(kapi, secret_name)
+
+    def replaced() -> dict[str, Any] | None:
+        secret = _secret(kapi, secret_name)
+        assert secret is not None, "the exported Secret is gone"
+        current = Secret.objects.get(name=cert.secret_name).tls_crt
+        return secret if _b64(secret["data"]["tls.crt"]) == current else None
+
+    second = sync_until(replaced, kconn, what="Secret replaced")
     assert second["data"]["tls.crt"] != first["data"]["tls.crt"]
     assert second["metadata"]["annotations"]["issuance.console/revision"] == "2"
     assert Event.objects.filter(certificate_name="web", reason="SecretExported").count() == 2
@@ -333,7 +334,7 @@ def test_secret_export_failure_is_reported_and_backed_off(kconn: Connector, kapi
     record = SecretExport.objects.get(certificate=cert)
     assert record.exported_revision is None
     assert record.last_error.startswith("404")
-    assert record.next_attempt_at > timezone.now()
+    assert record.next_attempt_at is not None and record.next_attempt_at > timezone.now()
     failed = Event.objects.filter(certificate_name="api", reason="SecretExportFailed")
     assert failed.count() == 1 and namespace in failed.get().message
     # Once the namespace exists, the next attempt (after the backoff) succeeds.
@@ -354,7 +355,7 @@ def _secret_in(kapi: KubeApi, namespace: str, name: str) -> dict[str, Any] | Non
 
 
 def test_web_console_approve_reaches_the_cluster(
-    kconn: Connector, node_api: Any, signer_name: str, kapi: KubeApi, role_users: dict
+    kconn: Connector, node_api: Any, signer_name: str, kapi: KubeApi, role_users: dict[str, User]
 ) -> None:
     from django.test import Client
 

@@ -73,7 +73,8 @@ def test_undecodable_request_is_mirrored_and_denied_by_policy() -> None:
     drain()
     row.request.refresh_from_db()
     assert row.request.approval == Approval.DENIED
-    assert row.request.get_condition("Denied")["reason"] == "PolicyDenied"
+    denied = row.request.get_condition("Denied")
+    assert denied is not None and denied["reason"] == "PolicyDenied"
 
 
 def test_names_and_decisions() -> None:

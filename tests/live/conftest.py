@@ -15,6 +15,7 @@ from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
+from pytest_django import Settings
 
 from console.asgi import application
 from tests.live.outage import App, RedisServer, start_redis, start_serve
@@ -69,7 +70,7 @@ def fresh_layers() -> Iterator[None]:
     ],
     ids=["pubsub", "core"],
 )
-def redis_layer(request: pytest.FixtureRequest, settings: Any) -> Iterator[str]:
+def redis_layer(request: pytest.FixtureRequest, settings: Settings) -> Iterator[str]:
     """A real Redis channel layer (the pub/sub one settings use, and the list-based one)
     under a prefix of our own, flushed afterwards."""
     prefix = f"test-live-{uuid.uuid4().hex[:12]}"
@@ -97,7 +98,7 @@ def viewer_cookie(make_user: Callable[..., User]) -> str:
     return session_cookie(make_user("viewer-ws", "viewer"))
 
 
-def test_database_url() -> str:
+def server_database_url() -> str:
     """This run's test database as a DATABASE_URL for a server process (PostgreSQL, or a
     file SQLite database)."""
     from django.db import connection
@@ -110,9 +111,6 @@ def test_database_url() -> str:
     auth = f"{user}:{quote(str(password))}@" if password else (f"{user}@" if user else "")
     host = db.get("HOST") or "127.0.0.1"
     return f"postgresql://{auth}{host}:{db.get('PORT') or 5432}/{db['NAME']}"
-
-
-test_database_url.__test__ = False  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -133,7 +131,7 @@ def serve_with_redis(
 
     def start() -> App:
         env = {
-            "DATABASE_URL": test_database_url(),
+            "DATABASE_URL": server_database_url(),
             "SECRET_KEY": settings.SECRET_KEY,
             "KEY_ENCRYPTION_KEY": settings.KEY_ENCRYPTION_KEY,
             "REDIS_URL": private_redis.url,

@@ -212,11 +212,12 @@ class LiveSocket:
 
     def __init__(self, base: str, session: str) -> None:
         from websockets.sync.client import connect
+        from websockets.typing import Origin
 
         url = base.replace("http://", "ws://") + "/ws/live/"
         self.ws = connect(
             url,
-            origin=base,  # type: ignore[arg-type]
+            origin=Origin(base),
             additional_headers={"Cookie": f"sessionid={session}"},
             open_timeout=10,
         ).__enter__()  # closed by close()

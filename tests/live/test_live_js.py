@@ -89,7 +89,7 @@ def port() -> int:
 
 
 @pytest.fixture
-def server(transactional_db: Any, port: int) -> Iterator[Server]:
+def server(transactional_db: None, port: int) -> Iterator[Server]:
     srv = Server(port)
     yield srv
     srv.stop()

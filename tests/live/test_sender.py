@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from channels.layers import channel_layers, get_channel_layer
 from django.db import transaction
+from pytest_django import Settings
 
 from console.live import RESYNC, LiveSender, group_for
 from console.live import sender as app_sender
@@ -66,7 +67,7 @@ def test_group_names_are_valid_channel_groups() -> None:
         assert group_for(bad) is None, bad
 
 
-def test_in_memory_layer_without_a_serving_loop_drops_quietly(settings: Any) -> None:
+def test_in_memory_layer_without_a_serving_loop_drops_quietly(settings: Settings) -> None:
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     channel_layers.backends.clear()
     sender = LiveSender()
@@ -77,7 +78,7 @@ def test_in_memory_layer_without_a_serving_loop_drops_quietly(settings: Any) -> 
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_unreachable_redis_is_logged_and_issuance_goes_on(
-    settings: Any, fresh_sender: TimedSender
+    settings: Settings, fresh_sender: TimedSender
 ) -> None:
     settings.CHANNEL_LAYERS = {
         "default": {
@@ -98,7 +99,7 @@ def test_unreachable_redis_is_logged_and_issuance_goes_on(
     wait_for(lambda: fresh_sender.pending == 0, 10, "nothing left queued")
 
 
-def test_backlog_is_bounded(settings: Any) -> None:
+def test_backlog_is_bounded(settings: Settings) -> None:
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -118,7 +119,7 @@ def test_backlog_is_bounded(settings: Any) -> None:
 
 @pytest.fixture
 def redis_sender(
-    settings: Any, private_redis: RedisServer, fresh_sender: TimedSender
+    settings: Settings, private_redis: RedisServer, fresh_sender: TimedSender
 ) -> TimedSender:
     """The fresh sender on the pub/sub layer of a private Redis, connected as settings.py
     connects to Redis."""

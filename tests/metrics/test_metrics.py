@@ -11,6 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
+from pytest_django import Settings
 
 from issuance.controllers.acme import health
 from issuance.metrics import ACME_REQUESTS
@@ -19,21 +20,22 @@ from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db
 
+# Each sample's labels and value, by sample name.
+Samples = dict[str, list[tuple[dict[str, str], float]]]
 
-def scrape(
-    client: Client | None = None, **extra: Any
-) -> dict[str, list[tuple[dict[str, str], float]]]:
+
+def scrape(client: Client | None = None, **extra: Any) -> Samples:
     response = (client or Client()).get("/metrics", **extra)
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain; version=")
-    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    samples: Samples = {}
     for family in text_string_to_metric_families(response.content.decode()):
         for sample in family.samples:
             samples.setdefault(sample.name, []).append((sample.labels, sample.value))
     return samples
 
 
-def value(samples: dict[str, Any], metric: str, /, **labels: str) -> float:
+def value(samples: Samples, metric: str, /, **labels: str) -> float:
     matches = [
         v for lab, v in samples.get(metric, []) if all(lab.get(k) == x for k, x in labels.items())
     ]
@@ -49,7 +51,7 @@ def test_loopback_is_allowed_by_default() -> None:
     assert Client().get("/metrics", REMOTE_ADDR="::1").status_code == 200
 
 
-def test_other_addresses_are_refused(settings: Any) -> None:
+def test_other_addresses_are_refused(settings: Settings) -> None:
     settings.METRICS_TOKEN = ""
     response = Client().get("/metrics", REMOTE_ADDR="203.0.113.7")
     assert response.status_code == 403
@@ -59,24 +61,24 @@ def test_other_addresses_are_refused(settings: Any) -> None:
     assert response.status_code == 403
 
 
-def test_bearer_token(settings: Any) -> None:
+def test_bearer_token(settings: Settings) -> None:
     settings.METRICS_TOKEN = "s3cret-scrape-token"
-    far = {"REMOTE_ADDR": "203.0.113.7"}
-    ok = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token", **far)
+    far = "203.0.113.7"
+    ok = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token", REMOTE_ADDR=far)
     assert ok.status_code == 200
     assert b"issuance_certificates" in ok.content
     for header in ("Bearer wrong", "s3cret-scrape-token", "Basic s3cret-scrape-token", ""):
-        response = Client().get("/metrics", HTTP_AUTHORIZATION=header, **far)
+        response = Client().get("/metrics", HTTP_AUTHORIZATION=header, REMOTE_ADDR=far)
         assert response.status_code == 403, header
 
 
-def test_empty_token_setting_never_matches(settings: Any) -> None:
+def test_empty_token_setting_never_matches(settings: Settings) -> None:
     settings.METRICS_TOKEN = ""
     response = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer ", REMOTE_ADDR="203.0.113.7")
     assert response.status_code == 403
 
 
-def test_allowed_networks(settings: Any) -> None:
+def test_allowed_networks(settings: Settings) -> None:
     settings.METRICS_ALLOWED_NETWORKS = ["10.0.0.0/8", "2001:db8::/32", "not-a-network"]
     assert Client().get("/metrics", REMOTE_ADDR="10.20.30.40").status_code == 200
     assert Client().get("/metrics", REMOTE_ADDR="2001:db8::5").status_code == 200
@@ -91,7 +93,7 @@ def test_only_get() -> None:
 # -- values --------------------------------------------------------------------------------
 
 
-def test_metrics_reflect_the_database(settings: Any) -> None:
+def test_metrics_reflect_the_database(settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 7
     now = timezone.now().replace(microsecond=0)
     issuer = make_selfsigned_issuer("self")

@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
+from pytest_django import Settings
 
 from issuance import scheduler
 from issuance.models import Challenge
@@ -40,7 +41,7 @@ def violations() -> list[str]:
     return found
 
 
-def test_concurrent_passes_respect_cap_and_keys(settings):
+def test_concurrent_passes_respect_cap_and_keys(settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = CAP
     orders = [make_order(make_acme_issuer(f"iss{i}"), with_certificate=False) for i in range(3)]
     start = timezone.now() - timedelta(hours=1)

@@ -6,9 +6,10 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from pytest_django import Settings
 
 from issuance import scheduler
-from issuance.models import Challenge, Event
+from issuance.models import Challenge, Event, Order
 from issuance.scheduler import Candidate, allocate, format_timeout
 from tests.factories import make_acme_issuer, make_challenge, make_order, queue
 
@@ -20,11 +21,11 @@ def processing_names() -> list[str]:
 
 
 @pytest.fixture
-def order():
+def order() -> Order:
     return make_order(make_acme_issuer())
 
 
-def test_schedules_oldest_first_up_to_the_cap(order, settings):
+def test_schedules_oldest_first_up_to_the_cap(order: Order, settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 3
     start = timezone.now() - timedelta(hours=1)
     # Created newest-first, so ids and ages disagree: age must win.
@@ -37,7 +38,7 @@ def test_schedules_oldest_first_up_to_the_cap(order, settings):
     assert all(c.wake_seq == 1 for c in scheduled)
 
 
-def test_at_the_cap_schedules_none(order, settings):
+def test_at_the_cap_schedules_none(order: Order, settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 2
     queue(order, ["a.example.test", "b.example.test", "c.example.test"])
     assert scheduler.schedule_pass() is True
@@ -48,7 +49,7 @@ def test_at_the_cap_schedules_none(order, settings):
     assert Challenge.objects.filter(processing=False, finished=False).count() == 1
 
 
-def test_one_per_name_and_type(order, settings):
+def test_one_per_name_and_type(order: Order, settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 10
     start = timezone.now() - timedelta(minutes=10)
     first = make_challenge(order, "same.example.test", created_at=start)
@@ -71,7 +72,7 @@ def test_one_per_name_and_type(order, settings):
     assert second.processing
 
 
-def test_key_already_processing_is_dropped_even_if_oldest(order, settings):
+def test_key_already_processing_is_dropped_even_if_oldest(order: Order, settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 10
     now = timezone.now()
     make_challenge(order, "busy.example.test", created_at=now, processing=True, scheduled_at=now)
@@ -84,7 +85,7 @@ def test_key_already_processing_is_dropped_even_if_oldest(order, settings):
     assert fresh.processing
 
 
-def test_finished_challenges_are_never_scheduled(order, settings):
+def test_finished_challenges_are_never_scheduled(order: Order, settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 10
     done = make_challenge(order, "done.example.test", finished=True, state="valid")
     assert scheduler.schedule_pass() is False
@@ -92,7 +93,7 @@ def test_finished_challenges_are_never_scheduled(order, settings):
     assert not done.processing
 
 
-def test_stuck_challenge_times_out_and_frees_its_slot(order, settings):
+def test_stuck_challenge_times_out_and_frees_its_slot(order: Order, settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 1
     settings.CHALLENGE_PROCESSING_TIMEOUT = timedelta(hours=1)
     now = timezone.now()
@@ -106,9 +107,7 @@ def test_stuck_challenge_times_out_and_frees_its_slot(order, settings):
         state="pending",
     )
     waiting = make_challenge(order, "next.example.test", created_at=now - timedelta(hours=2))
-    recent = make_challenge(
-        order.issuer.orders.first(), "recent.example.test", created_at=now - timedelta(hours=1)
-    )
+    recent = make_challenge(order, "recent.example.test", created_at=now - timedelta(hours=1))
     Challenge.objects.filter(pk=recent.pk).update(finished=True, state="valid")
 
     assert scheduler.schedule_pass() is True
@@ -124,10 +123,12 @@ def test_stuck_challenge_times_out_and_frees_its_slot(order, settings):
     assert waiting.processing  # the freed slot is used in the same pass
     event = Event.objects.get(kind="Challenge", name=stuck.name, reason="TimedOut")
     assert event.type == Event.WARNING
-    assert event.certificate_name == order.request.certificate.name
+    certificate = order.request.certificate
+    assert certificate is not None
+    assert event.certificate_name == certificate.name
 
 
-def test_processing_within_the_timeout_is_left_alone(order, settings):
+def test_processing_within_the_timeout_is_left_alone(order: Order, settings: Settings) -> None:
     settings.CHALLENGE_PROCESSING_TIMEOUT = timedelta(hours=1)
     now = timezone.now()
     running = make_challenge(
@@ -138,7 +139,7 @@ def test_processing_within_the_timeout_is_left_alone(order, settings):
     assert running.processing and not running.finished and running.state == ""
 
 
-def test_fair_share_between_issuers(settings):
+def test_fair_share_between_issuers(settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 6
     big = make_order(make_acme_issuer("big"))
     small = make_order(make_acme_issuer("small"))
@@ -156,7 +157,7 @@ def test_fair_share_between_issuers(settings):
     ]
 
 
-def test_issuer_over_its_share_waits_while_others_wait(settings):
+def test_issuer_over_its_share_waits_while_others_wait(settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 6
     a = make_order(make_acme_issuer("a"))
     b = make_order(make_acme_issuer("b"))
@@ -171,14 +172,14 @@ def test_issuer_over_its_share_waits_while_others_wait(settings):
     assert Challenge.objects.filter(processing=True, issuer__name="a").count() == 4
 
 
-def test_single_issuer_may_use_every_slot(order, settings):
+def test_single_issuer_may_use_every_slot(order: Order, settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 4
     queue(order, [f"x{i}.example.test" for i in range(10)])
     scheduler.schedule_pass()
     assert Challenge.objects.filter(processing=True).count() == 4
 
 
-def test_allocate_is_oldest_first_within_the_share():
+def test_allocate_is_oldest_first_within_the_share() -> None:
     t0 = timezone.now()
 
     def cands(issuer: int, offsets: list[int]) -> list[Candidate]:
@@ -198,14 +199,14 @@ def test_allocate_is_oldest_first_within_the_share():
     assert [c.id for c in chosen] == [205, 100]
 
 
-def test_format_timeout():
+def test_format_timeout() -> None:
     assert format_timeout(timedelta(hours=1)) == "1h"
     assert format_timeout(timedelta(minutes=90)) == "1h30m"
     assert format_timeout(timedelta(seconds=45)) == "45s"
     assert format_timeout(timedelta(0)) == "0s"
 
 
-def test_scheduler_state_counts(order, settings):
+def test_scheduler_state_counts(order: Order, settings: Settings) -> None:
     settings.MAX_CONCURRENT_CHALLENGES = 1
     queue(order, ["q1.example.test", "q2.example.test"])
     scheduler.schedule_pass()

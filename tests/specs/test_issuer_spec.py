@@ -227,7 +227,7 @@ def test_approval_policy_is_extensible() -> None:
     assert "autoApprove" in APPROVAL_POLICY_FIELDS
 
 
-def test_apply_inline_ca_outcomes(db: Any) -> None:
+def test_apply_inline_ca_outcomes(db: None) -> None:
     cert, key = make_ca()
     spec = {"ca": {"certificate": cert, "privateKey": key, "maxDuration": "720h"}}
     issuer, created = apply_issuer("corp", spec, actor="alice")
@@ -250,7 +250,7 @@ def test_apply_inline_ca_outcomes(db: Any) -> None:
     assert Event.objects.filter(name="corp", reason="SpecChanged", actor="bob").exists()
 
 
-def test_apply_generate_ca_is_idempotent(db: Any) -> None:
+def test_apply_generate_ca_is_idempotent(db: None) -> None:
     issuer, _ = apply_issuer("gen", {"ca": {"generate": True}}, actor="x", cluster=True)
     assert issuer.cluster_scoped and issuer.kind == "ca"
     assert issuer.spec["ca"] == {"generate": True, "secretName": "gen-ca", "commonName": "gen CA"}
@@ -262,7 +262,7 @@ def test_apply_generate_ca_is_idempotent(db: Any) -> None:
     assert Secret.objects.get(name="gen-ca").tls_crt == first
 
 
-def test_apply_eab_secret_and_kind_change(db: Any) -> None:
+def test_apply_eab_secret_and_kind_change(db: None) -> None:
     spec = {
         "acme": {
             "server": "https://a.test/dir",
@@ -279,7 +279,7 @@ def test_apply_eab_secret_and_kind_change(db: Any) -> None:
     assert applied.outcome is Outcome.CONFIGURED and applied.obj.kind == "selfSigned"
 
 
-def test_apply_refuses_to_overwrite_a_certificate_secret(db: Any) -> None:
+def test_apply_refuses_to_overwrite_a_certificate_secret(db: None) -> None:
     from tests.factories import make_certificate, make_selfsigned_issuer
 
     cert = make_certificate("web", make_selfsigned_issuer("ss"))

@@ -54,7 +54,7 @@ def test_request_errors(extra: dict[str, Any], field: str) -> None:
     assert field in info.value.as_dict()
 
 
-def test_create_service(db: Any) -> None:
+def test_create_service(db: None) -> None:
     make_ca_issuer("ca")
     cr = create_certificate_request(
         None, {"request": PEM, "issuerRef": {"name": "ca"}}, requester="kubelet", source="bootstrap"

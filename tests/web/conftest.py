@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from pytest_django import Settings
 
 from issuance.models import Issuer
 from tests.factories import make_selfsigned_issuer
@@ -27,11 +27,11 @@ def client_for(role_users: dict[str, User]) -> Callable[[str | None], Client]:
 
 
 @pytest.fixture
-def issuer(db: Any) -> Issuer:
+def issuer(db: None) -> Issuer:
     return make_selfsigned_issuer("selfsigned")
 
 
 @pytest.fixture(autouse=True)
-def fast_password_hashing(settings: Any) -> None:
+def fast_password_hashing(settings: Settings) -> None:
     # Role users are created per test; PBKDF2 would dominate the run time.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

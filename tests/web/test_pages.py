@@ -6,9 +6,11 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from django.http import FileResponse
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from pytest_django import Settings
 
 from issuance.models import AcmeServer, Event, Issuer
 from tests.factories import make_certificate
@@ -67,7 +69,7 @@ def test_login_page_and_login_flow(client_for: ClientFor) -> None:
 
 
 def test_dashboard_shows_counts_queue_backoff_pauses_renewals(
-    client_for: ClientFor, issuer: Issuer, settings: object
+    client_for: ClientFor, issuer: Issuer, settings: Settings
 ) -> None:
     ready_certificate("ok-1", issuer)
     soon = ready_certificate("renews-soon", issuer, days_left=33)
@@ -286,7 +288,8 @@ def test_static_files_are_served(client_for: ClientFor) -> None:
     # WhiteNoise serves /static/ from the finders (no collectstatic), as under uvicorn.
     response = client_for(None).get("/static/css/console.css")
     assert response.status_code == 200
-    body = b"".join(response.streaming_content)  # type: ignore[attr-defined]
+    assert isinstance(response, FileResponse)
+    body = b"".join(response.streaming_content)
     assert b".badge" in body
 
 

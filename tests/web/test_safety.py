@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.test import Client
 from django.utils import timezone
+from pytest_django import DjangoAssertNumQueries
 
 from issuance.controllers.acme import health
 from issuance.models import CertificateRequest, Event, Issuer
@@ -115,7 +115,9 @@ PAGES = [
 ]
 
 
-def _query_counts(client: Client, django_assert_max_num_queries: Any) -> dict[str, int]:
+def _query_counts(
+    client: Client, django_assert_max_num_queries: DjangoAssertNumQueries
+) -> dict[str, int]:
     counts = {}
     for url in PAGES:
         # Every page starts cold: the CA-outage view is cached for a second per process, so a
@@ -128,7 +130,7 @@ def _query_counts(client: Client, django_assert_max_num_queries: Any) -> dict[st
 
 
 def test_query_counts_do_not_grow_with_rows(
-    client_for: ClientFor, issuer: Issuer, django_assert_max_num_queries: Any
+    client_for: ClientFor, issuer: Issuer, django_assert_max_num_queries: DjangoAssertNumQueries
 ) -> None:
     client = client_for("viewer")
     _many_certificates(issuer, 10, "a")
@@ -139,7 +141,7 @@ def test_query_counts_do_not_grow_with_rows(
 
 
 def test_certificate_detail_query_count_is_bounded(
-    client_for: ClientFor, issuer: Issuer, django_assert_max_num_queries: Any
+    client_for: ClientFor, issuer: Issuer, django_assert_max_num_queries: DjangoAssertNumQueries
 ) -> None:
     client = client_for("viewer")
     cert = backoff_certificate("shop", issuer)

@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from issuance.controllers.base import Result
 from issuance.controllers.registry import Controller
+from issuance.fastpaths.claim_statements import claim_all
 from issuance.models import Certificate, Issuer
-from issuance.worker.claim import claim_all
 from issuance.worker.loop import INLINE_STEPS, Worker
 from tests.factories import make_certificate, make_selfsigned_issuer
 

@@ -95,8 +95,10 @@ def test_crash_during_renewal(checkpoint: str) -> None:
     restart()
     cert.refresh_from_db()
     assert cert.state == CertificateState.READY and cert.revision == 2, checkpoint
-    revisions = sorted(
-        CertificateRequest.objects.filter(certificate=cert).values_list("revision", flat=True)
+    revisions = list(
+        CertificateRequest.objects.filter(certificate=cert)
+        .order_by("revision")
+        .values_list("revision", flat=True)
     )
     assert revisions == [1, 2]
     latest = CertificateRequest.objects.get(certificate=cert, revision=2)

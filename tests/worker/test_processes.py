@@ -15,13 +15,12 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.db.models import Model
 
 from issuance import faults
 from issuance.models import Certificate, CertificateRequest, CertificateState, Secret
@@ -138,17 +137,23 @@ RESUME_LIMIT = 30.0
 HAPPY_PATH = [c for c in faults.CHECKPOINTS if c != "after-failure-recorded"]
 
 
-def rows_of(name: str) -> list[tuple[type[Model], Any]]:
+# A row a self-signed issuance leases: its model and primary key; parked, with its due_at.
+Leased = type[Certificate] | type[CertificateRequest]
+Row = tuple[Leased, int]
+Parked = tuple[Leased, int, datetime | None]
+
+
+def rows_of(name: str) -> list[Row]:
     """The Certificate and its requests (the rows a self-signed issuance goes through)."""
     cert = Certificate.objects.get(name=name)
     pks = CertificateRequest.objects.filter(certificate=cert).values_list("pk", flat=True)
     return [(Certificate, cert.pk), *((CertificateRequest, pk) for pk in pks)]
 
 
-def park(name: str) -> list[tuple[type[Model], Any, Any]]:
+def park(name: str) -> list[Parked]:
     """Make the certificate's unleased rows not due (remembering when they were), so the
     next crashing worker dies at its own checkpoint on its own certificate."""
-    parked = []
+    parked: list[Parked] = []
     for model, pk in rows_of(name):
         row = model.objects.filter(pk=pk, lease_owner="").exclude(due_at=None).first()
         if row is not None:
@@ -177,7 +182,7 @@ def test_sigkill_at_each_checkpoint_a_live_worker_resumes_within_30_s(
     a worker that is running meanwhile finishes each one within RESUME_LIMIT of the kill."""
     issuer = make_selfsigned_issuer()
     killed_at: dict[str, float] = {}
-    parked: list[tuple[type[Model], Any, Any]] = []
+    parked: list[Parked] = []
     for checkpoint in HAPPY_PATH:
         name = f"cp-{checkpoint}"
         make_certificate(name, issuer, privateKey=EC)

@@ -67,7 +67,9 @@ def query(path: Path, sql: str) -> list[tuple[object, ...]]:
 
 def ready(path: Path) -> int:
     rows = query(path, "select count(*) from issuance_certificate where state = 'Ready'")
-    return int(rows[0][0])  # type: ignore[call-overload]
+    count = rows[0][0]
+    assert isinstance(count, int)
+    return count
 
 
 def test_threaded_worker_on_sqlite_file(sqlite_file: tuple[Path, dict[str, str]]) -> None:

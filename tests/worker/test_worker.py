@@ -72,6 +72,7 @@ def test_release_sets_next_due_and_clears_lease(cert: Certificate) -> None:
     row = reload(cert)
     assert row.lease_owner == "" and row.lease_until is None
     assert row.error_count == 0 and row.last_error == ""
+    assert row.due_at is not None
     assert before + timedelta(minutes=10) <= row.due_at <= timezone.now() + timedelta(minutes=10)
 
 
@@ -115,6 +116,7 @@ def test_temporary_error_with_delay(cert: Certificate) -> None:
     w.run_once()
     row = reload(cert)
     assert row.error_count == 1 and row.last_error == "CA busy"
+    assert row.due_at is not None
     remaining = row.due_at - timezone.now()
     assert timedelta(seconds=40) < remaining <= timedelta(seconds=42)
     assert row.lease_owner == ""
@@ -130,6 +132,7 @@ def test_errors_back_off_exponentially(cert: Certificate) -> None:
         Certificate.objects.filter(pk=cert.pk).update(due_at=timezone.now())
         w.run_once()
         row = reload(cert)
+        assert row.due_at is not None
         waits.append(round((row.due_at - timezone.now()).total_seconds()))
     assert waits == [1, 2, 4, 8]
     assert row.error_count == 4 and row.last_error == "RuntimeError: boom"
@@ -207,7 +210,12 @@ def test_steps_run_each_tick() -> None:
     runs: list[int] = []
     w = Worker(threads=1)
     w.controllers = []
-    w.steps = [Step("s", lambda: bool(runs.append(1)) or len(runs) < 3)]
+
+    def step() -> bool:
+        runs.append(1)
+        return len(runs) < 3
+
+    w.steps = [Step("s", step)]
     w.run_once()
     assert len(runs) == 3
 
