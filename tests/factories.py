@@ -17,6 +17,7 @@ from issuance.models import Certificate, CertificateRequest, Challenge, Issuer, 
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr
+from issuance.shapes import CertificateNames
 
 
 def make_selfsigned_issuer(name: str = "selfsigned", **spec: Any) -> Issuer:
@@ -163,7 +164,7 @@ def csr_pem(
     organizations: Sequence[str] = (),
 ) -> str:
     """A PEM CSR with a new ECDSA P-256 key; for `ext.example.test` when it names nothing."""
-    spec: dict[str, Any] = {"dnsNames": list(dns_names), "ipAddresses": list(ip_addresses)}
+    spec: CertificateNames = {"dnsNames": list(dns_names), "ipAddresses": list(ip_addresses)}
     if not (dns_names or common_name or ip_addresses):
         spec["dnsNames"] = ["ext.example.test"]
     if common_name:

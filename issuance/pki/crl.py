@@ -71,7 +71,7 @@ def build_crl(
             revoked = revoked.add_extension(x509.CRLReason(flag), critical=False)
         builder = builder.add_revoked_certificate(revoked.build())
     unhashed = isinstance(ca_key, ed25519.Ed25519PrivateKey | ed448.Ed448PrivateKey)
-    crl = builder.sign(ca_key, None if unhashed else hashes.SHA256())  # type: ignore[arg-type]
+    crl = builder.sign(ca_key, None if unhashed else hashes.SHA256())
     return crl.public_bytes(serialization.Encoding.DER)
 
 

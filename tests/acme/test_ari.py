@@ -96,6 +96,9 @@ def test_window_polled_stored_and_moved_window_renews_within_one_poll(ca: FakeCA
     assert (cert.ari_window_start, cert.ari_window_end) == (start, end)
     assert cert.ari_checked_at is not None and cert.ari_next_check is not None
     # Retry-After 6 h, spread ±10 %.
+    assert cert.ari_next_check is not None and cert.ari_checked_at is not None
+    assert cert.ari_window_start is not None and cert.ari_window_end is not None
+    assert cert.renewal_time is not None
     wait = cert.ari_next_check - cert.ari_checked_at
     assert 5.4 * H <= wait <= 6.6 * H
     assert cert.renewal_time == cert.ari_renewal_time

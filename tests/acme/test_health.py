@@ -26,6 +26,7 @@ from issuance.controllers.acme.accounts import account_config, client_for, ensur
 from issuance.issuers import acme as acme_issuer
 from issuance.metrics import REGISTRY
 from issuance.models import AcmeServer, Challenge, Event, Issuer, Order
+from issuance.shapes import Condition
 from tests.acme.fakeca import FakeCA, Reply
 from tests.acme.test_orders_unit import make_request
 
@@ -63,9 +64,11 @@ def seconds_until(when: Any) -> float:
     return float((when - timezone.now()).total_seconds())
 
 
-def ready(issuer: Issuer) -> dict[str, Any]:
+def ready(issuer: Issuer) -> Condition:
     issuer.refresh_from_db()
-    return issuer.get_condition("Ready") or {}
+    cond = issuer.get_condition("Ready")
+    assert cond is not None
+    return cond
 
 
 def test_refused_connection_marks_the_ca_unreachable_and_later_calls_wait(ca: FakeCA) -> None:

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from issuance.acme.solvers import DNS01, HTTP01, select_solver
+from issuance.shapes import SolverSpec
 
 # Solver specs are JSON as an Issuer's spec.acme.solvers holds them.
-HTTP_DEFAULT: dict[str, Any] = {"http01": {}}
-DNS_EXAMPLE: dict[str, Any] = {
+HTTP_DEFAULT: SolverSpec = {"http01": {}}
+DNS_EXAMPLE: SolverSpec = {
     "selector": {"dnsZones": ["example.com"]},
     "dns01": {"rfc2136": {"nameserver": "a"}},
 }
-DNS_SUB: dict[str, Any] = {
+DNS_SUB: SolverSpec = {
     "selector": {"dnsZones": ["sub.example.com"]},
     "dns01": {"rfc2136": {"nameserver": "b"}},
 }
-HTTP_NAMED: dict[str, Any] = {"selector": {"dnsNames": ["www.sub.example.com"]}, "http01": {}}
-DNS_WILDCARD_NAME: dict[str, Any] = {
+HTTP_NAMED: SolverSpec = {"selector": {"dnsNames": ["www.sub.example.com"]}, "http01": {}}
+DNS_WILDCARD_NAME: SolverSpec = {
     "selector": {"dnsNames": ["*.example.com"]},
     "dns01": {"webhook": {"url": "http://x"}},
 }
@@ -72,7 +71,7 @@ def test_nothing_matches() -> None:
 
 
 def test_first_of_equally_specific_solvers_wins() -> None:
-    twin = {"selector": {"dnsZones": ["example.com"]}, "http01": {}}
+    twin: SolverSpec = {"selector": {"dnsZones": ["example.com"]}, "http01": {}}
     choice = select_solver([DNS_EXAMPLE, twin], "a.example.com", wildcard=False)
     assert choice is not None
     assert choice.index == 0

@@ -19,6 +19,7 @@ from issuance.models import (
     Secret,
 )
 from issuance.pki.x509 import cert_info
+from issuance.shapes import PrivateKeySpec
 from tests.controllers.helpers import (
     approve_latest,
     change_spec,
@@ -35,7 +36,7 @@ from tests.factories import make_ca_issuer, make_certificate, make_selfsigned_is
 from tests.helpers import drain
 
 pytestmark = pytest.mark.django_db
-EC = {"algorithm": "ECDSA", "size": 256}
+EC: PrivateKeySpec = {"algorithm": "ECDSA", "size": 256}
 
 
 def issued_key(cert: Certificate) -> bytes:

@@ -12,13 +12,14 @@ from issuance.models import Event, Issuer, Secret
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr
+from issuance.shapes import Condition, PrivateKeySpec
 from tests.factories import make_ca_issuer, make_ca_secret, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db
-EC = {"algorithm": "ECDSA", "size": 256}
+EC: PrivateKeySpec = {"algorithm": "ECDSA", "size": 256}
 
 
-def ready(issuer: Issuer) -> dict[str, str]:
+def ready(issuer: Issuer) -> Condition:
     issuer.refresh_from_db()
     cond = issuer.get_condition("Ready")
     assert cond is not None

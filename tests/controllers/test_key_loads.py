@@ -11,7 +11,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from io import StringIO
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -38,6 +37,7 @@ from issuance.pki.keys import (
     validate_private_key,
 )
 from issuance.pki.signing import sign_csr
+from issuance.shapes import PrivateKeySpec
 from issuance.specs import SpecError, apply_issuer
 from issuance.worker.loop import Worker
 from tests.controllers.helpers import (
@@ -172,7 +172,7 @@ def test_the_next_key_is_generated_once_per_revision_and_kept_across_retries(
     made: list[str] = []
     real = keys.generate_private_key
 
-    def counted(spec: dict[str, Any] | None) -> CertificateIssuerPrivateKeyTypes:
+    def counted(spec: PrivateKeySpec | None) -> CertificateIssuerPrivateKeyTypes:
         made.append(str(spec))
         return real(spec)
 

@@ -86,8 +86,12 @@ class Views:
     def show_outage(self, errors: tuple[str, ...]) -> bool:
         health.forget()  # no cached view: each look reads the database, as a new process
         issuer = Issuer.objects.get(pk=self.issuer.pk)
-        ready = issuer.get_condition("Ready") or {}
-        if ready.get("reason") != "CAUnreachable" or not _has(ready.get("message", ""), errors):
+        ready = issuer.get_condition("Ready")
+        if (
+            ready is None
+            or ready["reason"] != "CAUnreachable"
+            or not _has(ready["message"], errors)
+        ):
             return False
         api = self.web.get(f"/api/v1/issuers/{issuer.name}/").json()["status"]["ca"]
         if api["reachable"] or not _has(api["lastError"], errors):

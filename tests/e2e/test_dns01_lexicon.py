@@ -124,13 +124,15 @@ def test_wrong_api_key_fails_the_preflight_and_spends_no_order(
 
     drive(preflight_failed, timeout=60)
     cert = Certificate.objects.get(name="lex-bad")
-    cond = cert.get_condition(dns_preflight.CONDITION) or {}
+    cond = cert.get_condition(dns_preflight.CONDITION)
+    assert cond is not None
     assert cond["reason"] == "DNSPreflightFailed"
     assert "bad.example.test" in cond["message"]
     assert "HTTP 401" in cond["message"] and "bad credentials" in cond["message"]
     assert "wrong-key" not in cond["message"]
     request = CertificateRequest.objects.get(certificate=cert)
-    ready = request.get_condition("Ready") or {}
+    ready = request.get_condition("Ready")
+    assert ready is not None
     assert ready["reason"] == "DNSPreflightFailed"
     assert ready["message"].startswith("DNSPreflightFailed: bad.example.test:")
     assert not Order.objects.filter(request__certificate=cert).exists()

@@ -159,6 +159,7 @@ class TestController:
         # The formula's time (two thirds in) moved to the next 1 July 04:00 UTC.
         opening = cert.renewal_time
         assert (opening.month, opening.day, opening.hour, opening.minute) == (7, 1, 4, 0)
+        assert cert.not_before is not None
         formula = cert.not_after - (cert.not_after - cert.not_before) / 3
         assert formula - timedelta(hours=1) <= opening  # never earlier than the formula
         assert opening - formula < timedelta(days=366)

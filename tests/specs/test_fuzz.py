@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from issuance.durations import parse_duration
+from issuance.shapes import CertificateSpec
 from issuance.specs import SpecError, validate_certificate_spec
 
 # An independent statement of what we accept: RFC 1123 labels, optional "*." first.
@@ -31,7 +32,7 @@ def oracle_valid(name: str) -> bool:
     )
 
 
-def check(spec: dict[str, Any]) -> dict[str, Any] | SpecError:
+def check(spec: dict[str, Any]) -> CertificateSpec | SpecError:
     try:
         return validate_certificate_spec("fuzz", spec, issuer_exists=None)
     except SpecError as exc:
