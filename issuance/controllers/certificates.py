@@ -103,7 +103,7 @@ def poll_renewal_info(view: CertView, violation: Violation | None) -> ari.Polled
     # with the view: no query for non-ACME certificates.
     if view.current is None or view.current.issuer.kind != IssuerKind.ACME:
         return None
-    polled = ari.poll(cert, view.current.issuer, view.secret.tls_crt, now)
+    polled = ari.poll(cert, view.current, view.secret.tls_crt, now)
     cert.renewal_time = compute_renewal_time(cert, view.info)
     return polled
 

@@ -25,7 +25,7 @@ from issuance.acme.certs import ari_cert_id
 from issuance.acme.errors import AcmeProblemError
 from issuance.controllers.acme import fallback
 from issuance.controllers.base import TemporaryError
-from issuance.models import Certificate, CertificateRequest, Event, Issuer, Secret
+from issuance.models import Certificate, CertificateRequest, Event, Secret
 
 log = logging.getLogger("issuance.ari")
 
@@ -88,12 +88,12 @@ class Polled:
             )
 
 
-def poll(cert: Certificate, issuer: Issuer, chain_pem: str, now: datetime) -> Polled:
+def poll(cert: Certificate, request: CertificateRequest, chain_pem: str, now: datetime) -> Polled:
     """Read the CA's renewalInfo for the current certificate into the ARI fields (not
     saved: the caller writes them with the renewal time that follows from them)."""
     try:
         # Asked of the CA that issued it (CA fallback: not always the issuer's first).
-        info = fallback.client_of_certificate(issuer, chain_pem).fetch_renewal_info(chain_pem)
+        info = fallback.client_of_request(request).fetch_renewal_info(chain_pem)
     except TemporaryError as exc:
         # CA paused, unreachable or no account yet: ask again after the shortest interval.
         log.info("renewalInfo for %s not read (%s); again in about an hour", cert.name, exc)

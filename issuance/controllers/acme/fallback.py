@@ -43,7 +43,15 @@ from issuance.controllers.acme import health, ratelimit, servers
 from issuance.controllers.acme.accounts import _eab_hmac_key, client_for, ensure_account_key
 from issuance.controllers.acme.record import DATABASE_RECORD
 from issuance.controllers.base import TemporaryError
-from issuance.models import Certificate, Event, Issuer, Order, OrderState, certificate_name_of
+from issuance.models import (
+    Certificate,
+    CertificateRequest,
+    Event,
+    Issuer,
+    Order,
+    OrderState,
+    certificate_name_of,
+)
 from issuance.pki.x509 import split_pem_chain
 from issuance.shapes import ExternalAccountBinding
 
@@ -144,11 +152,24 @@ def client_of_order(order: Order) -> AcmeClient:
     return client_for_endpoint(order.issuer, endpoint)
 
 
+def client_of_request(request: CertificateRequest) -> AcmeClient:
+    """The client at the CA that issued `request`'s certificate (its ARI goes there): the
+    server of the request's Order, else the issuer's first. No query when the issuer lists
+    no fallback (the common case, polled for every certificate)."""
+    issuer = request.issuer
+    if not issuer.acme_spec.get("fallback"):
+        return client_for(issuer)
+    order = Order.objects.filter(request_id=request.pk).exclude(server="").first()
+    return client_of_order(order) if order is not None else client_for(issuer)
+
+
 def client_of_certificate(issuer: Issuer, chain_pem: str) -> AcmeClient:
-    """The client at the CA that issued this certificate (its ARI and revocation go there):
-    the server of the Order that downloaded it, else the issuer's first."""
+    """The client at the CA that issued this certificate (its revocation goes there): the
+    server of the Order that downloaded it, else the issuer's first. The lookup by PEM
+    scans the issuer's Orders, so it is for rare calls (a revocation), and skipped when the
+    issuer lists no fallback."""
     blocks = split_pem_chain(chain_pem)
-    if blocks:
+    if blocks and issuer.acme_spec.get("fallback"):
         order = (
             Order.objects.filter(issuer=issuer, certificate_pem__startswith=blocks[0].rstrip())
             .exclude(server="")
