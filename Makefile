@@ -36,7 +36,7 @@ run: $(STAMP) .dev-env
 	$(PY) manage.py serve --host 127.0.0.1 --port 8000
 
 system-deps:
-	@missing=0; for b in $(SYSTEM_BINARIES); do test -x $$b || missing=1; done; \
+	@missing=0; for b in $(SYSTEM_BINARIES); do test -e $$b || missing=1; done; \
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing=1; \
 	if [ $$missing = 1 ]; then \
 	  echo "Installing $(SYSTEM_PACKAGES) from Debian"; \

@@ -24,7 +24,14 @@ from django.utils import timezone
 
 from issuance import publish
 from issuance.fastpaths.event_insert import insert_sql, stored
-from issuance.models import Event
+from issuance.models import (
+    Certificate,
+    CertificateRequest,
+    Challenge,
+    Event,
+    Order,
+    certificate_name_of,
+)
 
 log = logging.getLogger("issuance.events")
 
@@ -61,6 +68,23 @@ def record(
     else:
         batch.append(event)
     return event
+
+
+def record_on(
+    obj: Certificate | CertificateRequest | Order | Challenge,
+    reason: str,
+    message: str = "",
+    type_: str = Event.NORMAL,
+) -> Event:
+    """An entry about a resource, on its owning certificate's timeline."""
+    return record(
+        obj.KIND,
+        obj.name,
+        reason,
+        message,
+        type_=type_,
+        certificate_name=certificate_name_of(obj),
+    )
 
 
 @contextmanager

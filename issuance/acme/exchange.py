@@ -21,7 +21,7 @@ import collections
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
@@ -249,51 +249,46 @@ def _network_failure(exc: requests.RequestException) -> tuple[str, str] | None:
     return None
 
 
-def _os_error(exc: BaseException) -> str:
-    """ "connection refused" from the OSError somewhere inside requests' wrapped errors."""
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and every error wrapped in it (args, urllib3's `reason`, cause, context), each
+    once, nearest first: requests and urllib3 nest the OSError that says what happened."""
     seen: set[int] = set()
     todo: list[BaseException] = [exc]
-    fallback = ""
     while todo:
         current = todo.pop(0)
         if id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, OSError):
-            if current.strerror:
-                return str(current.strerror).lower()
-            if current.args and isinstance(current.args[0], str) and not fallback:
-                fallback = current.args[0].lower()
+        yield current
         nested = [a for a in current.args if isinstance(a, BaseException)]
         reason = getattr(current, "reason", None)
         if isinstance(reason, BaseException):
             nested.append(reason)
         nested += [e for e in (current.__cause__, current.__context__) if e is not None]
         todo.extend(nested)
+
+
+def _os_error(exc: BaseException) -> str:
+    """ "connection refused" from the OSError somewhere inside requests' wrapped errors."""
+    fallback = ""
+    for current in _chain(exc):
+        if isinstance(current, OSError):
+            if current.strerror:
+                return str(current.strerror).lower()
+            if current.args and isinstance(current.args[0], str) and not fallback:
+                fallback = current.args[0].lower()
     return fallback
 
 
 def _never_connected(exc: BaseException) -> bool:
     """The failure happened while connecting (refused, connect timeout): no byte of the
     request left, so the CA cannot have acted on it."""
-    seen: set[int] = set()
-    todo: list[BaseException] = [exc]
-    while todo:
-        current = todo.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(
+    return any(
+        isinstance(
             current,
             urllib3.exceptions.NewConnectionError
             | urllib3.exceptions.ConnectTimeoutError
             | ConnectionRefusedError,
-        ):
-            return True
-        nested = [a for a in current.args if isinstance(a, BaseException)]
-        reason = getattr(current, "reason", None)
-        if isinstance(reason, BaseException):
-            nested.append(reason)
-        nested += [e for e in (current.__cause__, current.__context__) if e is not None]
-        todo.extend(nested)
-    return False
+        )
+        for current in _chain(exc)
+    )

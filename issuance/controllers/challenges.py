@@ -29,7 +29,7 @@ from issuance import events, scheduler
 from issuance.acme.errors import AcmeProblemError, problem_reason
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.fastpaths.model_save import save_where
-from issuance.models import Challenge, ChallengeState, Event, OrderState, certificate_name_of
+from issuance.models import Challenge, ChallengeState, Event, OrderState
 from issuance.shapes import Condition
 from issuance.solvers.base import Solver, SolverConfigError
 from issuance.solvers.registry import solver_for
@@ -69,14 +69,7 @@ def _client(challenge: Challenge) -> Any:
 
 
 def _event(challenge: Challenge, reason: str, message: str, warning: bool = False) -> None:
-    events.record(
-        "Challenge",
-        challenge.name,
-        reason,
-        message,
-        type_=Event.WARNING if warning else Event.NORMAL,
-        certificate_name=certificate_name_of(challenge),
-    )
+    events.record_on(challenge, reason, message, Event.WARNING if warning else Event.NORMAL)
 
 
 def _save(challenge: Challenge, *fields: str) -> bool:

@@ -598,11 +598,4 @@ def _fail(order: Order, state: str, reason: str) -> Result:
 
 
 def _event(order: Order, reason: str, message: str, type_: str = Event.NORMAL) -> None:
-    events.record(
-        "Order",
-        order.name,
-        reason,
-        message,
-        type_=type_,
-        certificate_name=certificate_name_of(order),
-    )
+    events.record_on(order, reason, message, type_)

@@ -106,7 +106,7 @@ def _eab(
         return None
     out: ExternalAccountBinding = {}
     key_id = opt_str(eab, "keyID", path, errors, max_len=1024)
-    if "keyID" not in eab:
+    if eab.get("keyID") is None:
         errors.add(f"{path}.keyID", "is required")
     if key_id:
         out["keyID"] = key_id
@@ -178,7 +178,7 @@ def _rfc2136(
         return None
     out: Rfc2136Spec = {}
     server = opt_str(obj, "nameserver", path, errors, max_len=300)
-    if "nameserver" not in obj:
+    if obj.get("nameserver") is None:
         errors.add(f"{path}.nameserver", "is required")
     if server and _nameserver(server, f"{path}.nameserver", errors):
         out["nameserver"] = server
@@ -336,7 +336,7 @@ def validate_acme(
         return None
     out: AcmeIssuerSpec = {}
     server = opt_str(acme, "server", path, errors, max_len=1024)
-    if "server" not in acme:
+    if acme.get("server") is None:
         errors.add(f"{path}.server", "is required (the ACME directory URL)")
     if server and https_url(server, f"{path}.server", errors):
         out["server"] = server
@@ -399,7 +399,7 @@ def _fallback_server(
         return None
     out: AcmeFallbackServer = {}
     server = opt_str(entry, "server", where, errors, max_len=1024)
-    if "server" not in entry:
+    if entry.get("server") is None:
         errors.add(f"{where}.server", "is required (the ACME directory URL)")
     if server and https_url(server, f"{where}.server", errors):
         out["server"] = server

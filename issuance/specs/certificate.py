@@ -163,7 +163,7 @@ def validate_issuer_ref(
     name = opt_resource_name(ref, "name", path, errors)
     kind = opt_str(ref, "kind", path, errors, choices=ISSUER_KINDS) or "Issuer"
     group = opt_str(ref, "group", path, errors, choices=(ISSUER_GROUP,))
-    if "name" not in ref:
+    if ref.get("name") is None:
         errors.add(f"{path}.name", "is required")
     if name is None:
         return None
@@ -246,7 +246,7 @@ def _secret_export(value: Any, path: str, errors: Errors) -> SecretExportRef | N
         return None
     out: SecretExportRef = {}
     for key in ("namespace", "name"):
-        if key not in export:
+        if export.get(key) is None:
             errors.add(f"{path}.{key}", "is required")
         item = opt_resource_name(export, key, path, errors)
         if item:
@@ -330,7 +330,7 @@ def _issuer(
     out: CertificateSpec,
 ) -> None:
     """issuerRef: required, and naming an issuer that exists (unless the lookup is skipped)."""
-    if "issuerRef" not in obj:
+    if obj.get("issuerRef") is None:
         errors.add(f"{path}.issuerRef", "is required")
         return
     ref = validate_issuer_ref(obj["issuerRef"], f"{path}.issuerRef", errors, issuer_exists)

@@ -68,7 +68,7 @@ def validate_request_spec(
     pem = _csr_pem(obj.get("request"), f"{path}.request", errors)
     if pem:
         out["request"] = pem
-    if "issuerRef" not in obj:
+    if obj.get("issuerRef") is None:
         errors.add(f"{path}.issuerRef", "is required")
     else:
         ref = validate_issuer_ref(obj["issuerRef"], f"{path}.issuerRef", errors, issuer_exists)

@@ -51,7 +51,7 @@ def _strings(
 
 def _require(obj: dict[str, Any], keys: tuple[str, ...], path: str, errors: Errors) -> None:
     for key in keys:
-        if key not in obj:
+        if obj.get(key) is None:
             errors.add(f"{path}.{key}", "is required")
 
 
@@ -61,7 +61,7 @@ def _cloudflare(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any
     _refs(obj, ("apiTokenSecretRef", "apiKeySecretRef"), path, errors, out)
     if ("apiTokenSecretRef" in obj) == ("apiKeySecretRef" in obj):
         errors.add(path, "set exactly one of apiTokenSecretRef or apiKeySecretRef")
-    elif "apiKeySecretRef" in obj and "email" not in obj:
+    elif "apiKeySecretRef" in obj and obj.get("email") is None:
         errors.add(f"{path}.email", "is required with apiKeySecretRef (a global API key)")
     return out
 
@@ -189,7 +189,7 @@ def validate_lexicon(
         errors.add(path, "must be an object")
         return None
     provider = opt_str(value, "provider", path, errors, max_len=64)
-    if "provider" not in value:
+    if value.get("provider") is None:
         errors.add(f"{path}.provider", "is required (a dns-lexicon provider, e.g. cloudflare)")
     if not provider or not _available(provider, f"{path}.provider", errors):
         return None

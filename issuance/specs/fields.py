@@ -185,9 +185,9 @@ def secret_key_selector(
         return None
     name = opt_resource_name(obj, "name", path, errors)
     key = opt_str(obj, "key", path, errors, max_len=253)
-    if "name" not in obj:
+    if obj.get("name") is None:
         errors.add(f"{path}.name", "is required")
-    if key_required and "key" not in obj:
+    if key_required and obj.get("key") is None:
         errors.add(f"{path}.key", "is required")
     if name is None:
         return None

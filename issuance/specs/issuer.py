@@ -109,9 +109,9 @@ def _inline_ca(
     cert_pem = opt_str(obj, "certificate", path, errors, max_len=64 * 1024)
     key_pem = opt_str(obj, "privateKey", path, errors, max_len=64 * 1024)
     if cert_pem is None or key_pem is None:
-        if cert_pem is None and "certificate" not in obj:
+        if cert_pem is None and obj.get("certificate") is None:
             errors.add(f"{path}.certificate", "is required with privateKey")
-        if key_pem is None and "privateKey" not in obj:
+        if key_pem is None and obj.get("privateKey") is None:
             errors.add(f"{path}.privateKey", "is required with certificate")
         return None
     blocks = split_pem_chain(cert_pem)
@@ -188,7 +188,7 @@ def _ca(
                 f"secret {secret_name!r} not found (give certificate+privateKey inline, "
                 "or generate: true)",
             )
-    elif "secretName" not in obj:
+    elif obj.get("secretName") is None:
         errors.add(f"{path}.secretName", "is required (or generate: true, or inline certificate)")
     if common_name and not generate:
         errors.add(f"{path}.commonName", "only used with generate: true")

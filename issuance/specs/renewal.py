@@ -52,7 +52,7 @@ def _window(value: Any, path: str, errors: Errors) -> RenewalWindow | None:
     ok = True
     expression = opt_str(obj, "cron", path, errors, max_len=200)
     if expression is None:
-        if "cron" not in obj:
+        if obj.get("cron") is None:
             errors.add(f"{path}.cron", "is required (a cron expression such as '0 2 * * 1-5')")
         ok = False
     else:
@@ -76,7 +76,7 @@ def _window(value: Any, path: str, errors: Errors) -> RenewalWindow | None:
         ok = False
     duration = opt_duration(obj, "windowDuration", path, errors)
     if duration is None:
-        if "windowDuration" not in obj:
+        if obj.get("windowDuration") is None:
             errors.add(f"{path}.windowDuration", "is required (a Go duration such as '4h')")
         ok = False
     if not ok or expression is None or duration is None:

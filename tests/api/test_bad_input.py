@@ -79,7 +79,7 @@ CERTIFICATE_CASES = [
         "spec.issuerRef.kind",
         "ClusterIssuer",
     ),
-    ("no-issuer", {"issuerRef": None}, "spec.issuerRef", "object"),
+    ("no-issuer", {"issuerRef": None}, "spec.issuerRef", "is required"),
     (
         "rsa-size",
         {"privateKey": {"algorithm": "RSA", "size": 1024}},
@@ -105,6 +105,8 @@ CERTIFICATE_CASES = [
     ("unsupported-field", {"keystores": {"jks": {}}}, "spec.keystores", "unsupported field"),
     ("secret-name", {"secretName": "Not_Valid"}, "spec.secretName", "lowercase"),
     ("no-names", {"dnsNames": []}, "spec", "at least one of"),
+    # null is no value: a required field given as null is missing, not skipped
+    ("null-issuer-name", {"issuerRef": {"name": None}}, "spec.issuerRef.name", "is required"),
 ]
 
 
@@ -269,6 +271,8 @@ ISSUER_CASES = [
     ("vault", {"vault": {"server": "https://v"}}, "spec.vault", "unsupported field"),
     ("acme-http-server", {"acme": {"server": "http://acme.test/dir"}}, "spec.acme.server", "https"),
     ("acme-no-server", {"acme": {"email": "a@b.test"}}, "spec.acme.server", "required"),
+    ("acme-null-server", {"acme": {"server": None}}, "spec.acme.server", "required"),
+    ("ca-null-secret", {"ca": {"secretName": None}}, "spec.ca.secretName", "required"),
     (
         "acme-email",
         {"acme": {"server": "https://a.test", "email": "nope"}},

@@ -50,7 +50,6 @@ from issuance.models import (
     Issuer,
     Order,
     OrderState,
-    certificate_name_of,
 )
 from issuance.pki.x509 import split_pem_chain
 from issuance.shapes import ExternalAccountBinding
@@ -480,11 +479,4 @@ def issued_by_many(certificate_ids: list[int]) -> dict[int, dict[str, Any]]:
 
 
 def _event(order: Order, reason: str, message: str, type_: str = Event.NORMAL) -> None:
-    events.record(
-        "Order",
-        order.name,
-        reason,
-        message,
-        type_=type_,
-        certificate_name=certificate_name_of(order),
-    )
+    events.record_on(order, reason, message, type_)
