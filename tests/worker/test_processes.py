@@ -217,9 +217,9 @@ def test_one_of_two_workers_killed_the_other_resumes_its_rows_within_30_s(
     n = 30
     for i in range(n):
         make_certificate(f"mid-{i:02d}", issuer, privateKey=EC)
-    survivor = start("--threads", "4", "--worker-id", "survivor")
-    procs.append(survivor)
-    # The other dies by SIGKILL in the middle of an issuance (right after it signed one).
+    # One dies by SIGKILL in the middle of an issuance (right after it signed one). It starts
+    # first: started second on a busy machine, it found the survivor had signed everything
+    # and never reached its crash point.
     doomed = start(
         "--threads",
         "4",
@@ -229,6 +229,8 @@ def test_one_of_two_workers_killed_the_other_resumes_its_rows_within_30_s(
         ISSUANCE_CRASH_MODE="kill",
     )
     procs.append(doomed)
+    survivor = start("--threads", "4", "--worker-id", "survivor")
+    procs.append(survivor)
     assert doomed.wait(60) == -signal.SIGKILL
     killed = time.monotonic()
     held = [
