@@ -55,7 +55,7 @@ pytest-sqlite: $(STAMP)
 	  -m "not postgres and not e2e and not browser and not kube"
 
 pytest-postgres: $(STAMP) system-deps
-	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -q
+	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -q --durations=15
 
 # kube-apiserver v1.20.2 (+ Debian's etcd-server) for the Kubernetes connector tests; built once
 # per machine from Debian's source package and cached in /var/cache/issuance-console/kube.
