@@ -22,7 +22,7 @@ from issuance.models import (
     RevocationState,
     Secret,
 )
-from issuance.pki.x509 import cert_info
+from issuance.pki.x509 import CertInfo, cert_info
 from issuance.worker.wakeup import wake
 
 
@@ -67,31 +67,14 @@ def revoke(certificate: Certificate, reason: str, actor: str) -> Revocation:
         cert = (
             Certificate.objects.select_for_update().select_related("issuer").get(pk=certificate.pk)
         )
-        secret = Secret.objects.filter(name=cert.secret_name).first()
-        if secret is None or not secret.tls_crt:
-            raise ActionError(f"Certificate {cert.name} has no issued certificate to revoke")
-        try:
-            info = cert_info(secret.tls_crt)
-        except ValueError as exc:
-            raise ActionError(
-                f"the stored certificate of {cert.name} is unreadable: {exc}"
-            ) from None
+        secret, info = _issued_leaf(cert)
         issuer = _issuer_of(cert)
         if issuer.kind == IssuerKind.SELF_SIGNED:
             raise ActionError(
                 f"Certificate {cert.name} is self-signed: there is no CA to revoke it at "
                 "(delete or renew it instead)"
             )
-        existing = (
-            Revocation.objects.select_for_update()
-            .filter(issuer=issuer, serial=info.serial_number)
-            .first()
-        )
-        if existing is not None and existing.state != RevocationState.FAILED:
-            raise ActionError(
-                f"serial {info.serial_number} of {cert.name} is already {existing.state.lower()}"
-                f" ({existing.reason}, by {existing.requested_by or '?'})"
-            )
+        existing = _earlier_revocation(cert, issuer, info)
         now = timezone.now()
         acme = issuer.kind == IssuerKind.ACME
         revocation = Revocation(
@@ -113,29 +96,66 @@ def revoke(certificate: Certificate, reason: str, actor: str) -> Revocation:
         if existing is not None:
             # The CA refused last time: the same row (one per serial, ever) is asked again.
             revocation.pk = existing.pk
-        try:
-            with transaction.atomic():
-                revocation.save()
-        except IntegrityError:
-            raise ActionError(
-                f"serial {info.serial_number} of {cert.name} is already being revoked"
-            ) from None
-        where = f"at {issuer.name}" if acme else f"in the CRL of {issuer.name}"
-        events.record(
-            "Certificate",
-            cert.name,
-            "RevocationRequested" if acme else "Revoked",
-            f"Revocation of serial {info.serial_number} ({reason}) "
-            + ("requested " + where if acme else "recorded " + where),
-            type_=Event.WARNING,
-            actor=actor,
-            certificate_name=cert.name,
-        )
+        _store_revocation(revocation, cert)
+        _record_revocation(revocation, cert, issuer, acme, actor)
         if acme:
             wake(revocation)
         else:
             renew_after_revocation(cert, actor, now)
     return revocation
+
+
+def _issued_leaf(cert: Certificate) -> tuple[Secret, CertInfo]:
+    """The certificate's stored Secret and what its leaf says; ActionError without one."""
+    secret = Secret.objects.filter(name=cert.secret_name).first()
+    if secret is None or not secret.tls_crt:
+        raise ActionError(f"Certificate {cert.name} has no issued certificate to revoke")
+    try:
+        return secret, cert_info(secret.tls_crt)
+    except ValueError as exc:
+        raise ActionError(f"the stored certificate of {cert.name} is unreadable: {exc}") from None
+
+
+def _earlier_revocation(cert: Certificate, issuer: Issuer, info: CertInfo) -> Revocation | None:
+    """A failed earlier revocation of this serial (asked again), locked; ActionError while
+    one is pending or done."""
+    existing = (
+        Revocation.objects.select_for_update()
+        .filter(issuer=issuer, serial=info.serial_number)
+        .first()
+    )
+    if existing is not None and existing.state != RevocationState.FAILED:
+        raise ActionError(
+            f"serial {info.serial_number} of {cert.name} is already {existing.state.lower()}"
+            f" ({existing.reason}, by {existing.requested_by or '?'})"
+        )
+    return existing
+
+
+def _store_revocation(revocation: Revocation, cert: Certificate) -> None:
+    try:
+        with transaction.atomic():
+            revocation.save()
+    except IntegrityError:
+        raise ActionError(
+            f"serial {revocation.serial} of {cert.name} is already being revoked"
+        ) from None
+
+
+def _record_revocation(
+    revocation: Revocation, cert: Certificate, issuer: Issuer, acme: bool, actor: str
+) -> None:
+    where = f"at {issuer.name}" if acme else f"in the CRL of {issuer.name}"
+    events.record(
+        "Certificate",
+        cert.name,
+        "RevocationRequested" if acme else "Revoked",
+        f"Revocation of serial {revocation.serial} ({revocation.reason}) "
+        + ("requested " + where if acme else "recorded " + where),
+        type_=Event.WARNING,
+        actor=actor,
+        certificate_name=cert.name,
+    )
 
 
 def renew_after_revocation(cert: Certificate, actor: str, now: datetime) -> None:

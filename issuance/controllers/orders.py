@@ -125,15 +125,13 @@ def _identifiers(order: Order) -> list[tuple[str, str]]:
 
 
 def _create(order: Order) -> Result:
+    """The ACME order: recovered after a crash, else made at the first server that takes it."""
     identifiers = _identifiers(order)
     if not identifiers:
         return _fail(order, OrderState.ERRORED, "the request names no DNS name or IP address")
-    solvers = list(order.issuer.acme_spec.get("solvers") or [])
-    for kind, value in identifiers:
-        wildcard = value.startswith("*.")
-        name = value.removeprefix("*.")
-        if kind == "dns" and select_solver(solvers, name, wildcard) is None:
-            return _fail(order, OrderState.ERRORED, describe_no_solver(name, wildcard))
+    unsolvable = _unsolvable(order, identifiers)
+    if unsolvable:
+        return _fail(order, OrderState.ERRORED, unsolvable)
     pinned = None
     if order.create_attempted_at is not None:
         # Recovered at the server the attempt was made at, never elsewhere (fallback.py);
@@ -150,8 +148,32 @@ def _create(order: Order) -> Result:
                 f"Found the ACME order {order.url} created before a restart",
             )
             return _load_authorizations(order, client)
-    # A paused or unreachable CA is not called at all, so nothing is "attempted" (no
-    # recovery scan later). newOrder is never the probe of an unreachable CA.
+    client, acme_order = _order_at_first_taker(order, identifiers, pinned)
+    faults.checkpoint("order-after-new-order")
+    _store_acme_order(order, acme_order)
+    _event(order, "OrderCreated", f"Created ACME order {order.url} ({order.state})")
+    # The URL is stored; reading the authorizations in the same pass is no second write.
+    return _load_authorizations(order, client, fresh=True)
+
+
+def _unsolvable(order: Order, identifiers: list[tuple[str, str]]) -> str:
+    """Why a DNS name of the order has no solver of the issuer, or ""."""
+    solvers = list(order.issuer.acme_spec.get("solvers") or [])
+    for kind, value in identifiers:
+        wildcard = value.startswith("*.")
+        name = value.removeprefix("*.")
+        if kind == "dns" and select_solver(solvers, name, wildcard) is None:
+            return describe_no_solver(name, wildcard)
+    return ""
+
+
+def _order_at_first_taker(
+    order: Order, identifiers: list[tuple[str, str]], pinned: fallback.Endpoint | None
+) -> tuple[AcmeClient, dict[str, Any]]:
+    """newOrder at the first server that takes it (CA fallback), the choice stored on the
+    row before each call. A paused or unreachable CA is not called at all, so nothing is
+    "attempted" there (no recovery scan later); newOrder is never an unreachable CA's probe.
+    """
     for _ in range(len(fallback.endpoints(order.issuer)) + 1):
         choice = fallback.choose(order, pinned)
         pinned = None
@@ -160,10 +182,8 @@ def _create(order: Order) -> Result:
         health.check_reachable(client.directory_url)
         fallback.store_choice(order, choice)
         try:
-            acme_order = _new_order(
-                order, client, identifiers, fallback.profile_for(order, choice.endpoint)
-            )
-            break
+            profile = fallback.profile_for(order, choice.endpoint)
+            return client, _new_order(order, client, identifiers, profile)
         except (AcmeProblemError, TemporaryError) as exc:
             if fallback.is_refusal(exc) and isinstance(exc, AcmeProblemError):
                 if not fallback.record_refusal(order, choice.endpoint, exc):
@@ -172,13 +192,7 @@ def _create(order: Order) -> Result:
                 fallback.clear_attempt(order, choice.endpoint, str(exc))
             else:
                 raise
-    else:
-        raise TemporaryError("no ACME server took the order", delay=timedelta(seconds=5))
-    faults.checkpoint("order-after-new-order")
-    _store_acme_order(order, acme_order)
-    _event(order, "OrderCreated", f"Created ACME order {order.url} ({order.state})")
-    # The URL is stored; reading the authorizations in the same pass is no second write.
-    return _load_authorizations(order, client, fresh=True)
+    raise TemporaryError("no ACME server took the order", delay=timedelta(seconds=5))
 
 
 def _replaces_refused(exc: AcmeProblemError) -> bool:
