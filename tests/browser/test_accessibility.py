@@ -24,6 +24,7 @@ from tests.browser.a11y import (
     FAILING_IMPACTS,
     PHONE,
     ROOT,
+    assert_accessible,
     assert_no_horizontal_overflow,
     axe_violations,
     format_violations,
@@ -198,3 +199,37 @@ def test_keyboard_only(new_page: NewPage, role_users: dict[str, User], console_d
             break
         assert stops < 80, "Tab never came back to the skip link: a keyboard trap?"
     assert stops > 8  # nav, renew, revoke, ... were on the way
+
+    # Forms work from the keyboard too: the search box, submitted with Enter.
+    page.goto("/certificates/")
+    page.keyboard.press("Tab")
+    for _ in range(15):
+        page.keyboard.press("Tab")
+        if _focused(page)["tag"] == "INPUT":
+            break
+    assert page.evaluate("document.activeElement.name") == "q"
+    page.keyboard.type("flaky")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"\?q=flaky"))
+    assert page.locator("tr[data-certificate]").count() == 1
+
+
+BAD_PAGE = """<!DOCTYPE html><html lang="en"><head><title>bad</title></head><body><main>
+<h1>Bad</h1><p style="color:#bbb;background:#fff">faint text</p><img src="x.png">
+<div style="width:900px">too wide</div><table><tr><td>bare table</td></tr></table>
+</main></body></html>"""
+
+
+def test_checks_catch_what_they_look_for(new_page: Callable[..., Any]) -> None:
+    """The harness fails on a page with known faults (so a silent axe cannot pass a page)."""
+    page = new_page(base_url="http://127.0.0.1:9")  # no server: the page is set directly
+    page.set_viewport_size(PHONE)
+    page.set_content(BAD_PAGE)
+    with pytest.raises(AssertionError) as axe_error:
+        assert_accessible(page)
+    assert "color-contrast" in str(axe_error.value) and "image-alt" in str(axe_error.value)
+    with pytest.raises(AssertionError, match="scrolls sideways"):
+        assert_no_horizontal_overflow(page)
+    page.evaluate("document.querySelector('div').remove()")
+    with pytest.raises(AssertionError, match="tables outside a scroll box"):
+        assert_no_horizontal_overflow(page)
