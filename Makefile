@@ -12,7 +12,8 @@ SYSTEM_PACKAGES := pebble bind9 bind9-utils chromium postgresql redis-server pdn
 SYSTEM_BINARIES := /usr/bin/pebble /usr/sbin/named /usr/bin/nsupdate /usr/bin/chromium \
   /usr/bin/redis-server /usr/sbin/pdns_server /usr/lib/x86_64-linux-gnu/pdns/libgsqlite3backend.so
 
-.PHONY: run test lint typecheck pytest-sqlite pytest-postgres system-deps venv clean kube-apiserver
+.PHONY: run test lint typecheck pytest-sqlite pytest-postgres system-deps node-deps venv clean \
+  kube-apiserver
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +44,20 @@ system-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
 	fi
 
+# axe-core for the browser tests' accessibility checks (tests/browser/a11y.py), from the npm
+# registry the machine is configured with: `npm ci` installs the exact version and integrity
+# hash in package-lock.json into node_modules/ (.npmrc keeps registry URLs out of the lockfile).
+# Only when missing or when the pins change; Debian's nodejs/npm first if npm is absent.
+AXE := node_modules/axe-core/axe.min.js
+
+$(AXE): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "Installing nodejs and npm from Debian"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	npm ci --no-audit --no-fund
+	touch $(AXE)
+
+node-deps: $(AXE)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -54,7 +69,7 @@ pytest-sqlite: $(STAMP)
 	DATABASE_URL=sqlite:///$(CURDIR)/var/test.sqlite3 $(VENV)/bin/pytest -q \
 	  -m "not postgres and not e2e and not browser and not kube"
 
-pytest-postgres: $(STAMP) system-deps
+pytest-postgres: $(STAMP) system-deps node-deps
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -q --durations=15
 
 # kube-apiserver v1.20.2 (+ Debian's etcd-server) for the Kubernetes connector tests; built once
@@ -62,7 +77,7 @@ pytest-postgres: $(STAMP) system-deps
 kube-apiserver:
 	scripts/build-kube-apiserver.sh
 
-test: $(STAMP) system-deps kube-apiserver lint typecheck pytest-sqlite pytest-postgres
+test: $(STAMP) system-deps node-deps kube-apiserver lint typecheck pytest-sqlite pytest-postgres
 
 clean:
-	rm -rf $(VENV) var .mypy_cache .ruff_cache
+	rm -rf $(VENV) var .mypy_cache .ruff_cache node_modules
