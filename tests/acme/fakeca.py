@@ -122,7 +122,7 @@ class FakeCA:
             context, self.ca_bundle_b64 = _tls_context()
             self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
-        self.directory = {
+        self.directory: dict[str, Any] = {
             "newNonce": f"{self.base}/nonce",
             "newAccount": f"{self.base}/acct",
             "newOrder": f"{self.base}/new-order",
