@@ -128,9 +128,7 @@ def test_spec_errors_are_shown_next_to_their_fields(client_for: ClientFor) -> No
     assert response.status_code == 400
     assert "spec.acme.server: must be an https URL" in errors_of(response, "server")
     assert "spec.acme.email" in errors_of(response, "email")
-    assert "spec.acme.solvers[0].selector.dnsZones[0]" in errors_of(
-        response, "solver-0-dns_zones"
-    )
+    assert "spec.acme.solvers[0].selector.dnsZones[0]" in errors_of(response, "solver-0-dns_zones")
     assert "spec.acme.solvers[1].dns01: set exactly one provider" in errors_of(
         response, "solver-1-provider"
     )
@@ -335,9 +333,7 @@ def test_directory_profiles_and_terms_are_read_from_the_ca(
     assert not Issuer.objects.exists()
 
 
-def test_directory_failures_are_messages_not_errors(
-    client_for: ClientFor, tls_ca: FakeCA
-) -> None:
+def test_directory_failures_are_messages_not_errors(client_for: ClientFor, tls_ca: FakeCA) -> None:
     port = tls_ca.port
     tls_ca.stop()
     dead = f"https://127.0.0.1:{port}/dir"
@@ -354,9 +350,7 @@ def test_directory_failures_are_messages_not_errors(
         assert why in html.content.decode()
 
 
-def test_untrusted_directory_certificate_is_reported(
-    client_for: ClientFor, tls_ca: FakeCA
-) -> None:
+def test_untrusted_directory_certificate_is_reported(client_for: ClientFor, tls_ca: FakeCA) -> None:
     response = client_for("admin").post("/new-issuer/directory/", {"server": tls_ca.directory_url})
     assert "SSLError" in response.content.decode()
 
@@ -380,3 +374,37 @@ def test_issuer_list_queries_do_not_grow_with_issuers(client_for: ClientFor) -> 
         make_acme_issuer(f"a{i}")
         make_selfsigned_issuer(f"s{i}")
     assert count() == few
+
+
+def test_lexicon_provider_options_and_credential(client_for: ClientFor) -> None:
+    admin = client_for("admin")
+    form = acme_form(
+        "lx",
+        **{
+            "solver-0-type": "dns01",
+            "solver-0-provider": "lexicon",
+            "solver-0-lexicon-provider": "powerdns",
+            "solver-0-lexicon-options": "pdns_server=http://pdns.example.test:8081\nttl=120",
+            "solver-0-lexicon-credentialName": "auth_token",
+            "solver-0-lexicon-credentialValue": "pdns-api-key-9",
+        },
+    )
+    response = admin.post("/new-issuer/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    block = Issuer.objects.get(name="lx").spec["acme"]["solvers"][0]["dns01"]["lexicon"]
+    assert block == {
+        "provider": "powerdns",
+        "pdns_server": "http://pdns.example.test:8081",
+        "ttl": 120,
+        "credentialsSecretRef": {"name": "lx-dns-0"},
+    }
+    assert json.loads(Secret.objects.get(name="lx-dns-0").tls_key) == {
+        "auth_token": "pdns-api-key-9"
+    }
+    page = admin.get("/issuers/lx/edit/").content.decode()
+    assert "pdns-api-key-9" not in page and "pdns_server=http://pdns.example.test:8081" in page
+    # An unknown option is the spec's error, shown next to the options box.
+    bad = {**form, "solver-0-lexicon-options": "pdns_serverr=http://x"}
+    del bad["accept_tos"]
+    response = admin.post("/issuers/lx/edit/", bad)
+    assert "unknown option" in errors_of(response, "solver-0-lexicon-options")
