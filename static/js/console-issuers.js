@@ -35,7 +35,12 @@
     });
   }
 
+  // Only the answer to the latest read is shown: an earlier one (a preset picked and left
+  // at once, a CA that is slow to answer) may arrive after it.
+  var latest = 0;
+
   function loadDirectory() {
+    var seq = ++latest;
     var target = document.getElementById("acme-directory");
     var data = new FormData();
     ["csrfmiddlewaretoken", "preset", "server", "ca_bundle", "profile"].forEach(function (name) {
@@ -54,12 +59,15 @@
         return response.text();
       })
       .then(function (html) {
+        if (seq !== latest) return;
         var holder = document.createElement("div");
         holder.innerHTML = html;
         var fresh = holder.querySelector("#acme-directory");
-        if (fresh) target.replaceWith(fresh);
+        if (fresh) document.getElementById("acme-directory").replaceWith(fresh);
       })
       .catch(function (error) {
+        if (seq !== latest) return;
+        target = document.getElementById("acme-directory");
         target.removeAttribute("aria-busy");
         var p = document.createElement("p");
         p.className = "message message-error";
@@ -72,7 +80,7 @@
   form.elements.kind.addEventListener("change", syncKind);
   form.elements.preset.addEventListener("change", function () {
     syncPreset();
-    loadDirectory();
+    if (form.elements.preset.value !== "custom") loadDirectory();
   });
   form.elements.server.addEventListener("change", loadDirectory);
   document.getElementById("load-directory").addEventListener("click", function (event) {
