@@ -21,9 +21,10 @@ from console.web.access import render_page, require_role
 from issuance import events
 from issuance.acme.client import TLSOptions
 from issuance.acme.directory import DirectoryError, DirectoryMeta, fetch_directory_meta
-from issuance.models import Certificate, Issuer
+from issuance.models import Certificate, CertificateRequest, Issuer
 from issuance.roles import ADMIN
 from issuance.specs import apply_issuer_ex
+from issuance.specs.acme import EAB_ALGORITHMS
 from issuance.specs.errors import SpecError
 
 admin_required = require_role(ADMIN)
@@ -68,7 +69,7 @@ def _form_context(
         "presets": forms.PRESETS,
         "kinds": forms.KINDS,
         "ca_modes": [m for m in forms.CA_MODES if issuer is not None or m[0] != "keep"],
-        "eab_algorithms": forms.EAB_ALGORITHMS,
+        "eab_algorithms": EAB_ALGORITHMS,
         "providers": forms.PROVIDER_LABELS,
         "solver_slots": forms.solver_slots(values, errors),
         "meta": meta,
@@ -189,11 +190,13 @@ def issuer_delete(request: HttpRequest, name: str) -> HttpResponse:
     issuer = get_object_or_404(Issuer, name=name)
     using = Certificate.objects.filter(issuer=issuer)
     count = using.count()
+    # Requests of no certificate (bootstrap clients, Kubernetes CSRs) hold the issuer too.
+    other_requests = CertificateRequest.objects.filter(
+        issuer=issuer, certificate__isnull=True
+    ).count()
     if request.method == "POST":
-        if count:
-            messages.error(
-                request, f"Issuer {name} is used by {count} certificate(s); not deleted."
-            )
+        if count or other_requests:
+            messages.error(request, f"Issuer {name} is in use; not deleted.")
             return redirect("web:issuer-delete", name=name)
         try:
             with transaction.atomic():
@@ -202,11 +205,16 @@ def issuer_delete(request: HttpRequest, name: str) -> HttpResponse:
                     "Issuer", name, "Deleted", "Issuer deleted", actor=request.user.get_username()
                 )
         except ProtectedError:
-            # A certificate was made for it since the page was shown.
-            messages.error(request, f"Issuer {name} is now used by certificates; not deleted.")
+            # Something was made for it since the page was shown.
+            messages.error(request, f"Issuer {name} is now in use; not deleted.")
             return redirect("web:issuer-delete", name=name)
         messages.success(request, f"Issuer {name} deleted.")
         return redirect("web:issuers")
     names = list(using.order_by("name").values_list("name", flat=True)[:DELETE_LISTED])
-    context = {"issuer": issuer, "count": count, "names": names}
+    context = {
+        "issuer": issuer,
+        "count": count,
+        "names": names,
+        "other_requests": other_requests,
+    }
     return render_page(request, "console/issuers/delete.html", context)

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.http import QueryDict
 
-from issuance.specs.acme import EAB_ALGORITHMS, TSIG_ALGORITHMS
+from issuance.specs.acme import TSIG_ALGORITHMS
 from issuance.specs.dns_providers import INLINE_SECRETS
 
 
@@ -595,18 +595,3 @@ def errors_by_field(errors: list[tuple[str, str]]) -> dict[str, list[str]]:
     for path, message in errors:
         out.setdefault(field_for_path(path), []).append(f"{path}: {message}")
     return out
-
-
-__all__ = [
-    "CA_MODES",
-    "CUSTOM",
-    "EAB_ALGORITHMS",
-    "KINDS",
-    "PRESETS",
-    "PROVIDERS",
-    "PROVIDER_LABELS",
-    "errors_by_field",
-    "spec_from_post",
-    "values_from_post",
-    "values_from_spec",
-]

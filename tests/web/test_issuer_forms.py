@@ -15,7 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from issuance.models import Event, Issuer, Secret
+from issuance.models import CertificateRequest, Event, Issuer, Secret
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr
@@ -299,6 +299,34 @@ def test_delete_confirmation_counts_certificates_and_refuses(client_for: ClientF
     assert admin.post("/issuers/idle/delete/").status_code == 302
     assert not Issuer.objects.filter(name="idle").exists()
     assert Event.objects.get(name="idle", reason="Deleted").actor == "admin"
+
+
+def test_requests_of_no_certificate_also_keep_an_issuer(client_for: ClientFor) -> None:
+    issuer = make_selfsigned_issuer("ext")
+    CertificateRequest.objects.create(name="kubelet-1", issuer=issuer, spec={"request": "x"})
+    admin = client_for("admin")
+    page = admin.get("/issuers/ext/delete/").content.decode()
+    assert 'id="issuer-requests">1 certificate request ' in page
+    assert "issuer-delete-submit" not in page
+    admin.post("/issuers/ext/delete/")
+    assert Issuer.objects.filter(name="ext").exists()
+
+
+def test_delete_page_queries_do_not_grow_with_certificates(client_for: ClientFor) -> None:
+    issuer = make_selfsigned_issuer("many")
+    admin = client_for("admin")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert admin.get("/issuers/many/delete/").status_code == 200
+        return len(ctx.captured_queries)
+
+    make_certificate("c0", issuer)
+    count()
+    few = count()
+    for i in range(1, 40):
+        make_certificate(f"c{i}", issuer)
+    assert count() == few
 
 
 # -- the CA's directory -----------------------------------------------------------------
