@@ -5,6 +5,7 @@ sees no edit controls and gets 403 on a crafted POST."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from issuance.models import Issuer
+from issuance.models import Issuer, Secret
 from tests.acme.fakeca import FakeCA
 from tests.browser.pages import login
 
@@ -91,9 +92,30 @@ def test_admin_creates_edits_and_deletes_issuers(
     page.wait_for_url(re.compile(r"/issuers/staging/edit/$"))
     assert page.input_value("#id_server") == fake_ca.directory_url
     page.fill("#id_email", "pki@example.com")
+    # A DNS-01 solver: the provider's fields appear once it is chosen.
+    token_field = page.locator("#id_solver-1-cloudflare-apiToken")
+    assert token_field.is_hidden()
+    page.select_option("#id_solver-1-type", "dns01")
+    page.select_option("#id_solver-1-provider", "cloudflare")
+    token_field.fill("cf-browser-token-77")
+    page.fill("#id_solver-1-dns_zones", "example.com")
     page.click("#issuer-save")
     page.wait_for_url(re.compile(r"/issuers/$"))
-    assert Issuer.objects.get(name="staging").spec["acme"]["email"] == "pki@example.com"
+    spec = Issuer.objects.get(name="staging").spec["acme"]
+    assert spec["email"] == "pki@example.com"
+    assert spec["solvers"][1]["dns01"]["cloudflare"] == {
+        "apiTokenSecretRef": {"name": "staging-dns-1", "key": "apiToken"}
+    }
+    assert json.loads(Secret.objects.get(name="staging-dns-1").tls_key) == {
+        "apiToken": "cf-browser-token-77"
+    }
+    # Write-only: the edit page says a token is stored, never what it is.
+    page.goto("/issuers/staging/edit/")
+    assert "cf-browser-token-77" not in page.content()
+    assert page.locator("[data-solver='1'] [data-secret-set]").is_visible()
+    assert page.input_value("#id_solver-1-cloudflare-apiToken") == ""
+    screenshot(page, "edit")
+    page.goto("/issuers/")
 
     # Delete the CA issuer through its confirmation page.
     page.locator("tr[data-issuer=corp-ca] [data-issuer-delete]").click()
