@@ -294,9 +294,11 @@ def _ca(data: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
         ca["generate"] = True
         if _get(data, "ca_common_name"):
             ca["commonName"] = _get(data, "ca_common_name")
-        if old.get("secretName") and not old.get("generate"):
-            # A new CA, never written over the Secret of an uploaded one.
-            ca["secretName"] = f"{old['secretName']}-generated"
+        if old.get("secretName"):
+            # Never written over the Secret of an uploaded CA; a generated one is kept
+            # (generate only makes a CA when its Secret does not exist).
+            suffix = "" if old.get("generate") else "-generated"
+            ca["secretName"] = f"{old['secretName']}{suffix}"
     elif mode == "upload":
         for key, name in (("certificate", "ca_certificate"), ("privateKey", "ca_private_key")):
             value = str(data.get(name) or "").strip()

@@ -133,6 +133,8 @@ def test_spec_errors_are_shown_next_to_their_fields(client_for: ClientFor) -> No
         response, "solver-1-provider"
     )
     assert not Issuer.objects.exists() and not Secret.objects.exists()
+    bad_name = client_for("admin").post("/new-issuer/", acme_form("Bad Name!"))
+    assert bad_name.status_code == 400 and errors_of(bad_name, "name").startswith("<li>name: ")
     # What was typed is kept (so it can be corrected).
     assert 'value="not-an-email"' in response.content.decode()
 
