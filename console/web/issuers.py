@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from console.web.access import operator_required, render_page, viewer_required
 from issuance.controllers.acme import dns_preflight, health
 from issuance.models import Issuer
+from issuance.roles import ADMIN, has_role
 from issuance.specs.names import dns_name_problem
 
 
@@ -61,14 +62,20 @@ def _context() -> dict[str, Any]:
     }
 
 
+def _can_admin(request: HttpRequest) -> dict[str, bool]:
+    # Edit and delete controls (console/web/issuer_edit.py) are rendered for admins only.
+    return {"can_admin": has_role(request.user, ADMIN)}
+
+
 @viewer_required
 def issuer_list(request: HttpRequest) -> HttpResponse:
-    return render_page(request, "console/issuers.html", _context())
+    return render_page(request, "console/issuers.html", {**_context(), **_can_admin(request)})
 
 
 @viewer_required
 def issuer_list_partial(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/partials/issuer_table.html", _context())
+    context = {**_context(), **_can_admin(request)}
+    return render(request, "console/partials/issuer_table.html", context)
 
 
 @require_POST

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from console.web import auth, certificates, challenges, dashboard, issuers, orders, requests
+from console.web import (
+    auth,
+    certificates,
+    challenges,
+    dashboard,
+    issuer_edit,
+    issuers,
+    orders,
+    requests,
+)
 
 app_name = "web"
 
@@ -39,6 +48,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("issuers/", issuers.issuer_list, name="issuers"),
     path("partials/issuers/", issuers.issuer_list_partial, name="issuers-partial"),
     path("issuers/<str:name>/test-dns/", issuers.test_dns, name="issuer-test-dns"),
+    # console-issuers: issuers made, changed and deleted in the console (admin).
+    path("new-issuer/", issuer_edit.issuer_new, name="issuer-new"),
+    path("new-issuer/directory/", issuer_edit.issuer_directory, name="issuer-directory"),
+    path("issuers/<str:name>/edit/", issuer_edit.issuer_edit, name="issuer-edit"),
+    path("issuers/<str:name>/delete/", issuer_edit.issuer_delete, name="issuer-delete"),
     path("orders/", orders.order_list, name="orders"),
     path("partials/orders/", orders.order_list_partial, name="orders-partial"),
     path("challenges/", challenges.challenge_list, name="challenges"),

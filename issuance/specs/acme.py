@@ -273,7 +273,7 @@ def _dns01(
             )
         else:
             block = dns_providers.validate_cert_manager_block(
-                provider, obj[provider], where, errors
+                provider, obj[provider], where, errors, issuer, index, secrets
             )
         if block is not None:
             # One of the provider blocks of Dns01Spec, all of them option dicts.

@@ -3,9 +3,11 @@ cert-manager's `cloudflare`, `route53`, `digitalocean`, `azureDNS`, `cloudDNS` (
 as written in cert-manager manifests); `acmeDNS` and `akamai` are refused naming the
 field. The mapping onto lexicon is issuance/solvers/dnsproviders.py.
 
-Credentials never stay in the spec: cert-manager blocks only reference Secrets, and the
-lexicon block's inline `credentials: {auth_token: …}` (our extension, for quick setups)
-is moved into an encrypted Secret `<issuer>-dns-<index>`, the spec keeping the reference.
+Credentials never stay in the spec: cert-manager blocks reference Secrets, and inline
+credentials (our extension, for quick setups and the console's password fields: the lexicon
+block's `credentials: {auth_token: …}`, or e.g. `cloudflare.apiToken` for
+`apiTokenSecretRef`, see INLINE_SECRETS) are moved into an encrypted Secret
+`<issuer>-dns-<index>`, the spec keeping the reference.
 """
 
 from __future__ import annotations
@@ -162,12 +164,57 @@ VALIDATORS = {
 }
 
 
+# Our extension, like rfc2136's tsigSecret: a credential given inline (e.g. typed into the
+# console's password field) instead of its `…SecretRef`, moved into the encrypted Secret
+# `<issuer>-dns-<index>` under the inline field's name; the spec keeps the reference.
+INLINE_SECRETS: dict[str, dict[str, str]] = {
+    "cloudflare": {"apiToken": "apiTokenSecretRef", "apiKey": "apiKeySecretRef"},
+    "route53": {"secretAccessKey": "secretAccessKeySecretRef"},
+    "digitalocean": {"token": "tokenSecretRef"},
+    "azureDNS": {"clientSecret": "clientSecretSecretRef"},
+    "cloudDNS": {"serviceAccount": "serviceAccountSecretRef"},
+}
+
+
+def _move_inline_secrets(
+    key: str, value: Any, path: str, errors: Errors, secret_name: str
+) -> tuple[Any, dict[str, str]]:
+    """The block with each inline credential replaced by a reference to `secret_name`,
+    and the values to store there."""
+    inline = INLINE_SECRETS.get(key, {})
+    if not isinstance(value, dict) or not any(k in value for k in inline):
+        return value, {}
+    block = dict(value)
+    data: dict[str, str] = {}
+    for field_name, ref_name in inline.items():
+        if field_name not in block:
+            continue
+        secret = opt_str(block, field_name, path, errors, max_len=16 * 1024)
+        del block[field_name]
+        if ref_name in block:
+            errors.add(path, f"set only one of {ref_name} or {field_name}")
+        elif secret is not None:
+            data[field_name] = secret.strip()
+            block[ref_name] = {"name": secret_name, "key": field_name}
+    return block, data
+
+
 def validate_cert_manager_block(
-    key: str, value: Any, path: str, errors: Errors
+    key: str,
+    value: Any,
+    path: str,
+    errors: Errors,
+    issuer: str = "",
+    index: int = 0,
+    secrets: list[SecretWrite] | None = None,
 ) -> dict[str, Any] | None:
+    secret_name = f"{issuer}-dns-{index}"
+    value, inline = _move_inline_secrets(key, value, path, errors, secret_name)
     obj = check_object(value, path, errors, CERT_MANAGER_FIELDS[key])
     if obj is None:
         return None
+    if inline and secrets is not None:
+        secrets.append(SecretWrite(secret_name, path, type=OPAQUE, data=inline))
     out = VALIDATORS[key](obj, path, errors)
     _available(dnsproviders.CERT_MANAGER_PROVIDERS[key], path, errors)
     return out

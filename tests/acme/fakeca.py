@@ -9,14 +9,25 @@ covers what Pebble cannot be made to do on demand (429 + Retry-After, 503, hangs
 from __future__ import annotations
 
 import base64
+import datetime as dt
+import ipaddress
 import json
 import secrets
+import shutil
+import ssl
+import tempfile
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 
 @dataclass
@@ -35,12 +46,61 @@ def problem(status: int, type_: str, detail: str, **headers: str) -> Reply:
     )
 
 
+def _tls_context() -> tuple[ssl.SSLContext, str]:
+    """A server context for 127.0.0.1 signed by a new CA, and that CA as a caBundle."""
+    now = dt.datetime.now(dt.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake ACME CA")])
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), True
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    directory = Path(tempfile.mkdtemp(prefix="fakeca-"))
+    (directory / "cert.pem").write_bytes(cert.public_bytes(pem))
+    (directory / "key.pem").write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(directory / "cert.pem", directory / "key.pem")
+    shutil.rmtree(directory, ignore_errors=True)
+    return context, base64.b64encode(ca_cert.public_bytes(pem)).decode()
+
+
 def _unb64(value: str) -> bytes:
     return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
 
 
 class FakeCA:
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, *, tls: bool = False) -> None:
         self.hits: Counter[str] = Counter()
         # Decoded JWS payloads and protected headers of POSTs, per path (last one wins).
         self.payloads: dict[str, Any] = {}
@@ -55,8 +115,14 @@ class FakeCA:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.directory = {
+        # tls: HTTPS with a throw-away CA (ca_bundle_b64), for code that, like the issuer
+        # spec, accepts only https directory URLs.
+        self.ca_bundle_b64 = ""
+        if tls:
+            context, self.ca_bundle_b64 = _tls_context()
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.directory: dict[str, Any] = {
             "newNonce": f"{self.base}/nonce",
             "newAccount": f"{self.base}/acct",
             "newOrder": f"{self.base}/new-order",
@@ -65,6 +131,11 @@ class FakeCA:
         self.default["/acct"] = Reply(201, {"status": "valid"}, {"Location": f"{self.base}/acct/1"})
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
+
+    def set_meta(self, **meta: Any) -> None:
+        """Serve `meta` in the directory (RFC 8555 §7.1.1: termsOfService, website,
+        externalAccountRequired; the profiles draft: profiles {name: description})."""
+        self.directory["meta"] = meta
 
     @property
     def directory_url(self) -> str:
