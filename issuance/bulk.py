@@ -25,7 +25,7 @@ from issuance import actions, publish
 from issuance.models import BulkAction, BulkItem, BulkKind, ItemState
 from issuance.roles import ADMIN, has_role
 
-CHUNK = 50
+CHUNK = 20
 MAX_ITEMS = 10_000
 
 

@@ -57,6 +57,7 @@
   var actionId = section.getAttribute("data-bulk-id");
   var tokenInput = document.querySelector("input[name=csrfmiddlewaretoken]");
   var RETRY_MS = 2000;
+  var START_WITHOUT_LIVE_MS = 3000;
 
   var show = function (message) {
     // From a step's answer or a live bulk.progress message: the counters at once; the
@@ -111,6 +112,18 @@
     section.addEventListener("live:refreshed", function () {
       section.querySelectorAll(".bulk-continue").forEach(function (f) { f.hidden = true; });
     });
-    step();
+    // Start once the page listens for its progress (the subscription is confirmed), so the
+    // first chunk's message is not missed; without live updates, after a short wait (the
+    // step answers carry the progress too).
+    var started = false;
+    var start = function () {
+      if (started) return;
+      started = true;
+      step();
+    };
+    document.addEventListener("live:message", function (event) {
+      if ((event.detail || {}).type === "subscribed") start();
+    });
+    setTimeout(start, START_WITHOUT_LIVE_MS);
   }
 })();
