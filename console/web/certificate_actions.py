@@ -11,13 +11,18 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from console.web.access import operator_required, render_page
-from console.web.certificates import _get_certificate
-from console.web.forms import BulkForm, DeleteCertificateForm, NewCertificateForm
+from console.web.certificates import _filtered, _get_certificate
+from console.web.forms import (
+    BulkForm,
+    CertificateFilterForm,
+    DeleteCertificateForm,
+    NewCertificateForm,
+)
 from issuance import actions, bulk
 from issuance.models import BulkAction, BulkItem, Certificate
 from issuance.publish import bulk_topic
@@ -142,6 +147,11 @@ def bulk_start(request: HttpRequest) -> HttpResponse:
     its progress page opens (which carries it out, chunk by chunk)."""
     form = BulkForm(request.POST)
     names = [n for n in request.POST.getlist("names") if n]
+    if request.POST.get("all_matching"):
+        # Every certificate the list's filter matched, on every page (not only the
+        # checked rows of the page shown), resolved now, on the database.
+        matching = _filtered(CertificateFilterForm(QueryDict(request.POST.get("filter", ""))))
+        names = list(matching.values_list("name", flat=True)[: bulk.MAX_ITEMS])
     if not form.is_valid() or not names:
         messages.error(request, "Select at least one certificate, then an action.")
         return redirect("web:certificates")

@@ -15,12 +15,15 @@
       return Array.prototype.slice.call(table.querySelectorAll("input[data-select-row]"));
     };
 
+    var allMatching = bulkForm.querySelector("input[data-all-matching]");
+
     var update = function () {
       var boxes = rows();
       var checked = boxes.filter(function (b) { return b.checked; }).length;
-      count.textContent = checked + " selected";
+      var everything = allMatching && allMatching.checked;
+      count.textContent = everything ? "all matching selected" : checked + " selected";
       bulkForm.querySelectorAll("[data-bulk-button]").forEach(function (b) {
-        b.disabled = checked === 0;
+        b.disabled = checked === 0 && !everything;
       });
       var all = table.querySelector("input[data-select-all]");
       if (all) {
@@ -42,6 +45,8 @@
       }
       update();
     });
+
+    if (allMatching) allMatching.addEventListener("change", update);
 
     table.addEventListener("live:refreshed", function () {
       rows().forEach(function (b) { b.checked = selected.has(b.value); });

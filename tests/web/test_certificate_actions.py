@@ -394,3 +394,40 @@ def test_bulk_step_queries_do_not_grow_with_the_chunk(
         assert action.done == n and action.failed == 0
         counts.append(len(ctx))
     assert counts[0] == counts[1], counts
+
+
+def test_bulk_over_every_matching_certificate_on_every_page(
+    client_for: ClientFor, issuer: Issuer
+) -> None:
+    for i in range(55):
+        ready_certificate(f"shop{i:02d}", issuer)
+    ready_certificate("other", issuer)
+    client = client_for("operator")
+    listing = client.get("/certificates/?q=shop").content.decode()
+    assert "all 55 matching certificates" in listing
+    confirm = client.post(
+        "/bulk/", {"kind": "renew", "all_matching": "1", "filter": "q=shop", "names": ["shop00"]}
+    )
+    html = confirm.content.decode()
+    assert "Renew 55 certificates" in html
+    assert html.count('type="hidden" name="names"') == 55
+    assert 'value="other"' not in html
+
+
+def test_bulk_page_query_count_does_not_grow_with_items(
+    client_for: ClientFor, issuer: Issuer
+) -> None:
+    client = client_for("operator")
+    counts: list[int] = []
+    for n in (2, 20):
+        names = [f"p{n}-{i}" for i in range(n)]
+        for name in names:
+            ready_certificate(name, issuer)
+        action = bulk.create("renew", names, "operator")
+        bulk.run_chunk(action.id)
+        client.get(f"/bulk/{action.id}/")  # warm
+        with CaptureQueriesContext(connection) as ctx:
+            page = client.get(f"/bulk/{action.id}/")
+        assert page.content.decode().count("data-bulk-item=") == n
+        counts.append(len(ctx))
+    assert counts[0] == counts[1], counts
