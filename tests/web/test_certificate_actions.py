@@ -431,3 +431,18 @@ def test_bulk_page_query_count_does_not_grow_with_items(
         assert page.content.decode().count("data-bulk-item=") == n
         counts.append(len(ctx))
     assert counts[0] == counts[1], counts
+
+
+def test_api_delete_goes_through_the_same_action_and_keeps_the_secret(
+    api_client_for: Callable[[Any], Any], role_users: dict[str, Any], issuer: Issuer
+) -> None:
+    issued("web", issuer)
+    operator = api_client_for(role_users["operator"])
+    assert operator.delete("/api/v1/certificates/web/").status_code == 204
+    assert not Certificate.objects.filter(name="web").exists()
+    assert Secret.objects.filter(name="web-tls").exists()
+    event = Event.objects.get(certificate_name="web", reason="Deleted")
+    assert (event.actor, event.message) == (
+        "operator",
+        "Certificate deleted (secret 'web-tls' is kept)",
+    )
