@@ -3,6 +3,8 @@
 Protocol (JSON text frames):
 
 - client → server: {"subscribe": [topics]}, {"unsubscribe": [topics]}, {"type": "ping"}
+- Topics: "dashboard", "certificate:NAME", "bulk:ID" (a bulk action's progress, for the
+  user who started it and admins only).
 - server → client: {"type": "subscribed", "topics": [...]}, {"type": "pong"},
   {"type": "error", "error": "..."}, and every message published for a subscribed topic
   ({"group": topic, "type": "certificate.status", ...}; {"type": "live.resync"} means
@@ -28,6 +30,8 @@ from channels.utils import await_many_dispatch
 
 from console.live import group_for, sender
 from console.livehealth import LayerMonitor, monitor_for
+from issuance.bulk import may_watch
+from issuance.publish import BULK_PREFIX
 from issuance.roles import VIEWER, has_role
 
 log = logging.getLogger("console.consumers")
@@ -208,6 +212,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self._error("subscribe: a list of topics like 'dashboard', 'certificate:NAME'")
             return
         new = {t: g for t, g in valid.items() if t not in self.topics}
+        user = self.scope.get("user")
+        for topic in new:
+            if topic.startswith(BULK_PREFIX) and not await database_sync_to_async(may_watch)(
+                user, topic.removeprefix(BULK_PREFIX)
+            ):
+                await self._error(f"subscribe: {topic} is not yours to watch")
+                return
         if len(self.topics) + len(new) > self.MAX_TOPICS:
             await self._error(f"subscribe: at most {self.MAX_TOPICS} topics per connection")
             return
@@ -259,3 +270,4 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     dashboard_changed = forward
     event_recorded = forward
     live_resync = forward
+    bulk_progress = forward

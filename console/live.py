@@ -28,6 +28,7 @@ import atexit
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 import zlib
@@ -36,11 +37,12 @@ from typing import Any
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 
 from issuance.models.base import NAME_RE
-from issuance.publish import DASHBOARD
+from issuance.publish import BULK_PREFIX, DASHBOARD
 
 log = logging.getLogger("console.live")
 
 CERTIFICATE_PREFIX = "certificate:"
+_BULK_ID = re.compile(r"[0-9a-f]{32}")
 # Channels allows ASCII letters, digits, '-', '_' and '.', shorter than 100 characters.
 _MAX_GROUP = 99
 # A group nobody joins: the probe publishes here to learn whether the layer answers.
@@ -54,6 +56,10 @@ def group_for(topic: str) -> str | None:
     """The channel-layer group of a topic, or None when the topic is not a valid one."""
     if topic == DASHBOARD:
         return "live.dashboard"
+    if topic.startswith(BULK_PREFIX):
+        # One group per bulk action (its random id): only its progress page listens.
+        action_id = topic.removeprefix(BULK_PREFIX)
+        return f"live.bulk.{action_id}" if _BULK_ID.fullmatch(action_id) else None
     if topic.startswith(CERTIFICATE_PREFIX):
         name = topic.removeprefix(CERTIFICATE_PREFIX)
         if not NAME_RE.match(name):

@@ -1,14 +1,16 @@
 """What people do to resources (API, CLI and web UI all call these): renew, revoke, approve,
-deny."""
+deny, delete; and renew or delete many certificates at once (the console's bulk actions)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
-from issuance import events
+from issuance import events, publish
 from issuance.fastpaths.model_save import save_where
 from issuance.models import (
     REASONS,
@@ -23,7 +25,7 @@ from issuance.models import (
     Secret,
 )
 from issuance.pki.x509 import CertInfo, cert_info
-from issuance.worker.wakeup import wake
+from issuance.worker.wakeup import wake, woken
 
 
 class ActionError(Exception):
@@ -42,12 +44,106 @@ def force_renew(certificate: Certificate, actor: str) -> Certificate:
         "Certificate",
         cert.name,
         "ManuallyTriggered",
-        "Force renewal requested" + (" during failure backoff" if cert.next_retry_time else ""),
+        _renew_message(cert.next_retry_time),
         actor=actor,
         certificate_name=cert.name,
     )
     wake(cert)
     return cert
+
+
+def _renew_message(next_retry_time: datetime | None) -> str:
+    return "Force renewal requested" + (" during failure backoff" if next_retry_time else "")
+
+
+def _missing(name: str) -> str:
+    return f"no certificate named {name!r} (deleted meanwhile?)"
+
+
+@transaction.atomic
+def force_renew_many(names: Sequence[str], actor: str) -> dict[str, str]:
+    """force_renew for many certificates in a constant number of statements (one UPDATE
+    that also wakes them, one INSERT of the timeline entries). Returns name -> error
+    ("" when done); a name with no certificate is an error, not an exception."""
+    rows = Certificate.objects.select_for_update().filter(name__in=list(names))
+    found = dict(rows.values_list("name", "next_retry_time"))
+    if found:
+        now = timezone.now()
+        Certificate.objects.filter(name__in=list(found)).update(
+            renew_requested_at=now,
+            renew_requested_by=actor,
+            updated_at=now,
+            due_at=now,
+            wake_seq=F("wake_seq") + 1,
+        )
+        woken()
+        publish.bulk_updated("Certificate")  # an UPDATE sends no post_save
+        events.write(
+            [
+                events.entry(
+                    "Certificate",
+                    name,
+                    "ManuallyTriggered",
+                    _renew_message(retry),
+                    actor=actor,
+                    certificate_name=name,
+                )
+                for name, retry in found.items()
+            ]
+        )
+    return {name: "" if name in found else _missing(name) for name in names}
+
+
+@transaction.atomic
+def delete_certificates(
+    names: Sequence[str], actor: str, *, delete_secrets: bool = False
+) -> dict[str, str]:
+    """Delete certificates (their requests, orders and challenges go with them). The Secret
+    (the stored key pair) is kept unless `delete_secrets`; only a Secret that belongs to the
+    certificate (or to none) is deleted. Returns name -> error ("" when done), in a constant
+    number of statements per call."""
+    certs = list(
+        Certificate.objects.select_for_update()
+        .filter(name__in=list(names))
+        .only("name", "secret_name")
+    )
+    deleted_secrets: set[str] = set()
+    if delete_secrets and certs:
+        secrets = Secret.objects.filter(
+            Q(certificate__in=certs) | Q(certificate__isnull=True),
+            name__in=[c.secret_name for c in certs],
+        )
+        deleted_secrets = set(secrets.values_list("name", flat=True))
+        secrets.delete()
+    if certs:
+        Certificate.objects.filter(pk__in=[c.pk for c in certs]).delete()
+        events.write(
+            [
+                events.entry(
+                    "Certificate",
+                    c.name,
+                    "Deleted",
+                    f"Certificate deleted (secret {c.secret_name!r} "
+                    + ("deleted)" if c.secret_name in deleted_secrets else "is kept)"),
+                    actor=actor,
+                    certificate_name=c.name,
+                )
+                for c in certs
+            ]
+        )
+    done = {c.name for c in certs}
+    return {name: "" if name in done else _missing(name) for name in names}
+
+
+def delete_certificate(
+    certificate: Certificate, actor: str, *, delete_secret: bool = False
+) -> None:
+    """Delete one certificate (API and console); ActionError if it is already gone."""
+    error = delete_certificates([certificate.name], actor, delete_secrets=delete_secret)[
+        certificate.name
+    ]
+    if error:
+        raise ActionError(error)
 
 
 def revoke(certificate: Certificate, reason: str, actor: str) -> Revocation:

@@ -48,15 +48,8 @@ def record(
     actor: str = "",
     certificate_name: str = "",
 ) -> Event:
-    event = Event(
-        kind=kind,
-        name=name,
-        reason=reason,
-        message=message[:4000],
-        type=type_,
-        actor=actor,
-        certificate_name=certificate_name,
-        created_at=timezone.now(),
+    event = entry(
+        kind, name, reason, message, type_=type_, actor=actor, certificate_name=certificate_name
     )
     log.info("%s/%s %s: %s%s", kind, name, reason, message, f" (by {actor})" if actor else "")
     batch: list[Event] | None = getattr(_local, "batch", None)
@@ -68,6 +61,30 @@ def record(
     else:
         batch.append(event)
     return event
+
+
+def entry(
+    kind: str,
+    name: str,
+    reason: str,
+    message: str = "",
+    *,
+    type_: str = Event.NORMAL,
+    actor: str = "",
+    certificate_name: str = "",
+) -> Event:
+    """An unsaved timeline entry: record() saves one; callers acting on many rows in one
+    transaction build a list and store it with write() (one statement)."""
+    return Event(
+        kind=kind,
+        name=name,
+        reason=reason,
+        message=message[:4000],
+        type=type_,
+        actor=actor,
+        certificate_name=certificate_name,
+        created_at=timezone.now(),
+    )
 
 
 def record_on(

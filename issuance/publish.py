@@ -5,7 +5,7 @@ small typed message (post_save, connected in IssuanceConfig.ready(), so controll
 changes). Messages wait in a per-transaction batch and leave only after the transaction
 commits: a rollback sends nothing, and an object saved five times in one transaction sends
 one message with its last state. Subscribers (the console's channel-layer sender) get
-`(topic, message)`; topics are `dashboard` and `certificate:<name>`.
+`(topic, message)`; topics are `dashboard`, `certificate:<name>` and `bulk:<id>`.
 
 Messages carry absolute timestamps (ISO 8601) so browsers count down locally, and `at`, the
 moment they were published.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
@@ -55,6 +56,14 @@ _local = threading.local()
 
 def certificate_topic(name: str) -> str:
     return f"certificate:{name}"
+
+
+BULK_PREFIX = "bulk:"
+
+
+def bulk_topic(action_id: uuid.UUID | str) -> str:
+    """A bulk action's progress (issuance/bulk.py): one topic per action, by its id."""
+    return f"{BULK_PREFIX}{uuid.UUID(str(action_id)).hex}"
 
 
 def subscribe(callback: Subscriber) -> None:

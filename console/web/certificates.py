@@ -65,7 +65,13 @@ def _list_context(request: HttpRequest) -> dict[str, Any]:
     paginator = Paginator(_filtered(form), PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
     rows = [(cert, health.outage_of_issuer(cert.issuer_id)) for cert in page.object_list]
-    return {"form": form, "page": page, "certificates": page.object_list, "rows": rows}
+    return {
+        **role_flags(request),  # the partial's checkboxes are for operators only
+        "form": form,
+        "page": page,
+        "certificates": page.object_list,
+        "rows": rows,
+    }
 
 
 @viewer_required
@@ -228,8 +234,7 @@ def certificate_new(request: HttpRequest) -> HttpResponse:
             try:
                 apply_certificate_ex(name, form.spec(), actor=request.user.get_username())
             except SpecError as exc:
-                for path, message in exc.errors:
-                    form.add_error(None, f"{path}: {message}")
+                form.add_spec_errors(exc.errors)
             else:
                 messages.success(request, f"Certificate {name} created.")
                 return redirect("web:certificate-detail", name=name)

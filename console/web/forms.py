@@ -1,7 +1,9 @@
-"""Forms of the console: list filters, approve/deny decisions, a new certificate, revoke."""
+"""Forms of the console: list filters, approve/deny decisions, a certificate (new, edit,
+clone), revoke, delete, bulk actions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -50,6 +52,10 @@ class NewCertificateForm(forms.Form):
     common_name = forms.CharField(max_length=64, required=False)
     duration = forms.CharField(required=False, help_text="Go duration, e.g. 2160h (the default)")
     key_algorithm = forms.ChoiceField(choices=KEY_ALGORITHMS, initial="ECDSA")
+    renew_before = forms.CharField(
+        required=False,
+        help_text="Go duration before expiry, e.g. 720h (default: a third of the lifetime)",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -72,7 +78,72 @@ class NewCertificateForm(forms.Form):
             spec["commonName"] = data["common_name"]
         if data["duration"]:
             spec["duration"] = data["duration"]
+        if data["renew_before"]:
+            spec["renewBefore"] = data["renew_before"]
         return spec
+
+    def spec_over(self, base: Mapping[str, Any]) -> dict[str, Any]:
+        """The form's fields over an existing spec (edit, clone): what the form does not
+        show (usages, subject, renewal windows, ...) is kept as it was."""
+        form = self.spec()
+        spec = {k: v for k, v in base.items() if k not in FORM_SPEC_FIELDS}
+        spec.update({k: v for k, v in form.items() if k not in ("secretName", "privateKey")})
+        old_key = dict(base.get("privateKey") or {})
+        if form["privateKey"]["algorithm"] == old_key.get("algorithm", "RSA"):
+            if old_key:
+                spec["privateKey"] = old_key  # unchanged: keep its size, encoding, rotation
+        else:
+            keep = {k: v for k, v in old_key.items() if k in ("rotationPolicy", "encoding")}
+            spec["privateKey"] = {**keep, **form["privateKey"]}
+        old_ref = base.get("issuerRef") or {}
+        if old_ref.get("name") == form["issuerRef"]["name"]:
+            spec["issuerRef"] = old_ref  # same issuer: keep its kind and group as written
+        spec["secretName"] = base.get("secretName") or form["secretName"]
+        return spec
+
+    @staticmethod
+    def initial_from(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """The form's values for an existing spec (edit, clone)."""
+        return {
+            "name": name,
+            "issuer": (spec.get("issuerRef") or {}).get("name", ""),
+            "dns_names": "\n".join(spec.get("dnsNames") or []),
+            "common_name": spec.get("commonName", ""),
+            "duration": spec.get("duration", ""),
+            "key_algorithm": (spec.get("privateKey") or {}).get("algorithm", "RSA"),
+            "renew_before": spec.get("renewBefore", ""),
+        }
+
+    def add_spec_errors(self, errors: list[tuple[str, str]]) -> None:
+        """The API's field errors (SpecError paths) next to the form field they are about."""
+        for path, message in errors:
+            field = next(
+                (
+                    f
+                    for prefix, f in SPEC_ERROR_FIELDS
+                    if path == prefix or path.startswith((prefix + ".", prefix + "["))
+                ),
+                None,
+            )
+            if field is not None and field in self.fields:
+                self.add_error(field, f"{path}: {message}")
+            else:
+                self.add_error(None, f"{path}: {message}")
+
+
+# The spec fields the certificate form sets; everything else in a spec is left alone.
+FORM_SPEC_FIELDS = ("dnsNames", "commonName", "duration", "renewBefore", "issuerRef")
+SPEC_ERROR_FIELDS = (
+    ("spec.dnsNames", "dns_names"),
+    ("spec.commonName", "common_name"),
+    ("spec.duration", "duration"),
+    ("spec.renewBefore", "renew_before"),
+    ("spec.issuerRef", "issuer"),
+    ("spec.privateKey", "key_algorithm"),
+    ("spec.secretName", "name"),
+    ("name", "name"),
+    ("spec", "dns_names"),  # "at least one of commonName, dnsNames, ..."
+)
 
 
 REVOKE_REASON_HELP = {
@@ -91,4 +162,28 @@ class RevokeForm(forms.Form):
     reason = forms.ChoiceField(
         choices=[(r, f"{r}: {REVOKE_REASON_HELP.get(r, '')}") for r in REASONS],
         initial="unspecified",
+    )
+
+
+class DeleteCertificateForm(forms.Form):
+    """Delete: keep the stored key pair (the default) or delete it too."""
+
+    key_pair = forms.ChoiceField(
+        choices=[("keep", "Keep the Secret"), ("remove", "Delete the Secret too")],
+        initial="keep",
+        widget=forms.RadioSelect,
+        label="The stored key pair",
+    )
+
+
+class BulkForm(forms.Form):
+    """A bulk action on the selected certificates (names come from the list's checkboxes)."""
+
+    kind = forms.ChoiceField(choices=[("renew", "Renew"), ("delete", "Delete")])
+    key_pair = forms.ChoiceField(
+        choices=[("keep", "Keep the Secrets"), ("remove", "Delete the Secrets too")],
+        initial="keep",
+        required=False,
+        widget=forms.RadioSelect,
+        label="The stored key pairs",
     )

@@ -6,6 +6,7 @@ from django.urls import URLPattern, URLResolver, path
 
 from console.web import (
     auth,
+    certificate_actions,
     certificates,
     challenges,
     dashboard,
@@ -41,6 +42,26 @@ urlpatterns: list[URLPattern | URLResolver] = [
         certificates.certificate_partial,
         name="certificate-partial",
     ),
+    # console-certs: edit (with preview), clone, delete, bulk actions with live progress
+    path(
+        "certificates/<str:name>/edit/",
+        certificate_actions.certificate_edit,
+        name="certificate-edit",
+    ),
+    path(
+        "certificates/<str:name>/clone/",
+        certificate_actions.certificate_clone,
+        name="certificate-clone",
+    ),
+    path(
+        "certificates/<str:name>/delete/",
+        certificate_actions.certificate_delete,
+        name="certificate-delete",
+    ),
+    path("bulk/", certificate_actions.bulk_start, name="bulk-start"),
+    path("bulk/<uuid:action_id>/", certificate_actions.bulk_detail, name="bulk-detail"),
+    path("bulk/<uuid:action_id>/step/", certificate_actions.bulk_step, name="bulk-step"),
+    path("partials/bulk/<uuid:action_id>/", certificate_actions.bulk_partial, name="bulk-partial"),
     path("requests/", requests.approval_queue, name="requests"),
     path("requests/<str:name>/approve/", requests.approve, name="request-approve"),
     path("requests/<str:name>/deny/", requests.deny, name="request-deny"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
 from drf_spectacular.utils import (
     OpenApiExample,
     extend_schema,
@@ -280,16 +279,7 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
 
     def destroy(self, request: Request, name: str) -> Response:
         cert = self.get_object()
-        with transaction.atomic():
-            cert.delete()
-            events.record(
-                "Certificate",
-                name,
-                "Deleted",
-                f"Certificate deleted (secret {cert.secret_name!r} is kept)",
-                actor=self.actor(),
-                certificate_name=name,
-            )
+        actions.delete_certificate(cert, actor=self.actor())  # the Secret is kept
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses={202: CertificateSerializer})

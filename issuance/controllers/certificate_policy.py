@@ -15,12 +15,12 @@ from django.db.models import Q, QuerySet, Subquery
 
 from issuance.durations import DurationError, parse_duration
 from issuance.fastpaths.compiled_query import compiled
-from issuance.models import Certificate, CertificateRequest, Secret
+from issuance.models import Certificate, CertificateRequest, Issuer, Secret
 from issuance.pki.csr import CSRError, CSRInfo, parse_csr
 from issuance.pki.keys import KeyError_, PassKeys, StoredKey, key_matches_spec
 from issuance.pki.x509 import CertInfo, cert_info
 from issuance.renewal import first_in_windows, renewal_disabled, renewal_time, windows_of
-from issuance.shapes import CertificateRequestSpec, IssuerRef
+from issuance.shapes import CertificateRequestSpec, CertificateSpec, IssuerRef
 
 DEFAULT_DURATION = "2160h"
 CONTROLLER_USERNAME = "system:certificate-controller"
@@ -284,3 +284,46 @@ def compute_renewal_time(cert: Certificate, info: CertInfo) -> datetime | None:
 
 def until(moment: datetime, now: datetime) -> timedelta:
     return max(moment - now, timedelta(0))
+
+
+# -- what a spec change would do ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What the trigger would decide if the Certificate's spec became a new one."""
+
+    violation: Violation | None  # why a new certificate would be issued (the trigger's reason)
+    already: Violation | None  # what the stored certificate already lacks, under the old spec
+    renewal_before: datetime | None  # the renewal time now, and under the new spec
+    renewal_after: datetime | None
+
+    @property
+    def reissues(self) -> bool:
+        return self.violation is not None
+
+
+def forecast(cert: Certificate, spec: CertificateSpec, issuer: Issuer, now: datetime) -> Forecast:
+    """Run the trigger's own checks on an unsaved copy of `cert` carrying `spec`: the stored
+    key pair against the new spec (secret_violation, as the certificates controller does in
+    each pass) and, when it still serves, whether the renewal time moves to now or earlier
+    (the trigger's "Renewing"). The console's edit preview calls this; it is not a second
+    copy of the rule."""
+    candidate = Certificate(
+        pk=cert.pk,
+        name=cert.name,
+        spec=spec,
+        issuer=issuer,
+        secret_name=spec.get("secretName") or cert.secret_name,
+        revision=cert.revision,
+        renewal_time=cert.renewal_time,
+        ari_renewal_time=cert.ari_renewal_time,
+        ari_checked_at=cert.ari_checked_at,
+    )
+    view = load_view(candidate, now)
+    violation = secret_violation(view)
+    already = secret_violation(load_view(cert, now))
+    after = compute_renewal_time(candidate, view.info) if view.info is not None else None
+    if violation is None and after is not None and after <= now:
+        violation = Violation("Renewing", f"the renewal time moves to {after.isoformat()}, due now")
+    return Forecast(violation, already, cert.renewal_time, after)

@@ -3,6 +3,7 @@
 from issuance.models.acmeserver import AcmeServer
 from issuance.models.base import ImmutableSpecError, validate_resource_name
 from issuance.models.bootstraptoken import BootstrapToken
+from issuance.models.bulkaction import BulkAction, BulkItem, BulkKind, ItemState
 from issuance.models.certificate import Certificate, CertificateState
 from issuance.models.certificaterequest import Approval, CertificateRequest, RequestState
 from issuance.models.challenge import (
@@ -27,6 +28,9 @@ __all__ = [
     "AcmeServer",
     "Approval",
     "BootstrapToken",
+    "BulkAction",
+    "BulkItem",
+    "BulkKind",
     "Certificate",
     "CertificateRequest",
     "CertificateState",
@@ -37,6 +41,7 @@ __all__ = [
     "ImmutableSpecError",
     "Issuer",
     "IssuerKind",
+    "ItemState",
     "KubeCSR",
     "Order",
     "OrderState",

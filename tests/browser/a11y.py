@@ -147,3 +147,15 @@ def _viewport_label(page: Any) -> str:
 def _scheme(page: Any) -> str:
     dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
     return "dark" if dark else "light"
+
+
+def check_page(page: Any, name: str) -> None:
+    """What every page of a flow is held to: no serious/critical axe violation in light and
+    dark, no sideways scrolling on a phone, and screenshots at both sizes."""
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert_accessible(page)
+    page.emulate_media(color_scheme="light")
+    with viewport(page, PHONE):
+        assert_no_horizontal_overflow(page)
+    screenshots(page, name)

@@ -15,6 +15,7 @@ from django.contrib.auth.models import User
 
 from issuance.models import Issuer, Secret
 from tests.acme.fakeca import FakeCA
+from tests.browser.a11y import check_page
 from tests.browser.pages import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
@@ -37,7 +38,6 @@ def test_admin_creates_edits_and_deletes_issuers(
     new_page: Callable[..., Any],
     role_users: dict[str, User],
     fake_ca: FakeCA,
-    screenshot: Callable[[Any, str], Any],
 ) -> None:
     page = new_page()
     login(page, "admin")
@@ -76,7 +76,7 @@ def test_admin_creates_edits_and_deletes_issuers(
     page.check("#id_accept_tos")
     page.fill("#id_ca_bundle", fake_ca.ca_bundle_b64)
     page.select_option("#id_profile", "shortlived")
-    screenshot(page, "acme-form")
+    check_page(page, "issuers-acme-form")
     page.click("#issuer-save")
     page.wait_for_url(re.compile(r"/issuers/$"))
     page.locator("tr[data-issuer=staging]").wait_for()
@@ -123,14 +123,14 @@ def test_admin_creates_edits_and_deletes_issuers(
     assert "cf-browser-token-77" not in page.content()
     assert page.locator("[data-solver='1'] [data-secret-set]").is_visible()
     assert page.input_value("#id_solver-1-cloudflare-apiToken") == ""
-    screenshot(page, "edit")
+    check_page(page, "issuers-edit")
     page.goto("/issuers/")
 
     # Delete the CA issuer through its confirmation page.
     page.locator("tr[data-issuer=corp-ca] [data-issuer-delete]").click()
     page.wait_for_url(re.compile(r"/issuers/corp-ca/delete/$"))
     assert "No certificate uses" in page.inner_text("#issuer-delete")
-    screenshot(page, "delete")
+    check_page(page, "issuers-delete")
     page.click("#issuer-delete-submit")
     page.wait_for_url(re.compile(r"/issuers/$"))
     assert not Issuer.objects.filter(name="corp-ca").exists()
