@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from console.web import auth, certificates, challenges, dashboard, issuers, orders, requests
+from console.web import (
+    audit,
+    auth,
+    certificates,
+    challenges,
+    dashboard,
+    issuers,
+    orders,
+    policy,
+    requests,
+)
 
 app_name = "web"
 
@@ -43,4 +53,13 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("partials/orders/", orders.order_list_partial, name="orders-partial"),
     path("challenges/", challenges.challenge_list, name="challenges"),
     path("partials/challenges/", challenges.challenge_list_partial, name="challenges-partial"),
+    # console-policy-audit: approval policy editor and audit log
+    path("issuers/<str:name>/policy/", policy.policy_editor, name="issuer-policy"),
+    path(
+        "issuers/<str:name>/policy/preview/",
+        policy.preview_policy,
+        name="issuer-policy-preview",
+    ),
+    path("audit/", audit.audit_log, name="audit"),
+    path("audit/export.csv", audit.audit_export, name="audit-export"),
 ]
