@@ -165,6 +165,14 @@ def resource_url(kind: str, name: str, certificate_name: str) -> str | None:
     return reverse(lists[kind]) if kind in lists else None
 
 
+def _local_input(form: AuditFilterForm, name: str) -> str:
+    """A datetime-local input's value (it shows nothing for "2026-03-01", which we accept)."""
+    if form.is_valid() and form.cleaned_data[name]:
+        when: datetime = form.cleaned_data[name].astimezone(UTC)
+        return when.strftime("%Y-%m-%dT%H:%M:%S" if when.second else "%Y-%m-%dT%H:%M")
+    return str(form.data.get(name) or "")
+
+
 @viewer_required
 def audit_log(request: HttpRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET)
@@ -182,6 +190,8 @@ def audit_log(request: HttpRequest) -> HttpResponse:
             "rows": rows,
             "filter_query": params.urlencode(),
             "kinds": KINDS,
+            "since_value": _local_input(form, "since"),
+            "until_value": _local_input(form, "until"),
         },
     )
 

@@ -140,6 +140,12 @@ def test_filters(
     assert unquote(export.group(1).replace("&amp;", "&")) == f"/audit/export.csv?{query}"
 
 
+def test_time_inputs_show_what_is_filtered(client_for: ClientFor) -> None:
+    html = client_for("viewer").get("/audit/?since=2026-03-01&until=2026-03-02T10:00:30").content
+    assert b'name="since" value="2026-03-01T00:00"' in html
+    assert b'name="until" value="2026-03-02T10:00:30"' in html
+
+
 def test_invalid_filters_say_why_and_select_nothing(
     client_for: ClientFor, sample: dict[str, Event]
 ) -> None:
