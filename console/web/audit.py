@@ -106,12 +106,14 @@ def parse_cursor(value: str | None) -> tuple[datetime, int] | None:
         return None
 
 
+# The outer created_at bound is implied by the OR; written out, PostgreSQL uses it as an
+# index range condition rather than filtering every row before the cursor.
 def older_than(at: datetime, pk: int) -> Q:
-    return Q(created_at__lt=at) | Q(created_at=at, id__lt=pk)
+    return Q(created_at__lte=at) & (Q(created_at__lt=at) | Q(created_at=at, id__lt=pk))
 
 
 def newer_than(at: datetime, pk: int) -> Q:
-    return Q(created_at__gt=at) | Q(created_at=at, id__gt=pk)
+    return Q(created_at__gte=at) & (Q(created_at__gt=at) | Q(created_at=at, id__gt=pk))
 
 
 @dataclass(frozen=True)
