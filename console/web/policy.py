@@ -19,6 +19,7 @@ import yaml
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_http_methods, require_POST
@@ -30,7 +31,7 @@ from issuance.pki.csr import CSRError, CSRInfo, parse_csr
 from issuance.roles import ADMIN, APPROVER, OPERATOR, roles_of
 from issuance.specs.errors import SpecError
 from issuance.specs.issuer import apply_issuer_ex, validate_issuer_spec
-from issuance.specs.outcome import Outcome
+from issuance.specs.outcome import Applied, Outcome
 
 POLICY_PATH = "spec.approvalPolicy"
 # Which box a spec-layer error path belongs to; anything else is shown above the form.
@@ -64,6 +65,8 @@ class PolicyForm(forms.Form):
     )
     rules = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 9}))
     deny = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 9}))
+    # The issuer's generation when the editor was opened (optional for API-like clients).
+    generation = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
 
 class PreviewForm(forms.Form):
@@ -150,6 +153,7 @@ def initial_of(issuer: Issuer) -> dict[str, str]:
         "auto_approve": str(policy.get("autoApprove") or ""),
         "rules": dump(policy.get("rules")),
         "deny": dump(policy.get("deny")),
+        "generation": str(issuer.generation),
     }
 
 
@@ -229,17 +233,39 @@ def policy_editor(request: HttpRequest, name: str) -> HttpResponse:
     return _render(request, issuer, form, PreviewForm())
 
 
+class StaleEdit(Exception):
+    pass
+
+
+def _apply(issuer: Issuer, form: PolicyForm, edited: Edited, actor: str) -> Applied[Issuer]:
+    """Under the issuer's row lock: the rest of the spec is the stored one at this moment,
+    and an edit made on an older generation than the stored one is refused (two people
+    editing at once would otherwise silently undo each other)."""
+    with transaction.atomic():
+        current = Issuer.objects.select_for_update().get(pk=issuer.pk)
+        seen = form.cleaned_data.get("generation")
+        if seen is not None and seen != current.generation:
+            raise StaleEdit(
+                f"The issuer changed since this page was opened (generation {seen}, now "
+                f"{current.generation}); nothing was saved. Open the editor again to see "
+                "the current policy, then redo your change."
+            )
+        return apply_issuer_ex(
+            current.name,
+            spec_with(current, edited.policy),
+            cluster=current.cluster_scoped,
+            actor=actor,
+        )
+
+
 def save_policy(request: HttpRequest, issuer: Issuer) -> HttpResponse:
     form = PolicyForm(request.POST)
     edited = edited_policy(form)
     if not edited.errors:
         try:
-            applied = apply_issuer_ex(
-                issuer.name,
-                spec_with(issuer, edited.policy),
-                cluster=issuer.cluster_scoped,
-                actor=request.user.get_username(),
-            )
+            applied = _apply(issuer, form, edited, request.user.get_username())
+        except StaleEdit as exc:
+            edited.add("general", str(exc))
         except SpecError as exc:
             route_spec_errors(edited, exc)
         else:

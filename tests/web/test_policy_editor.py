@@ -271,3 +271,33 @@ def test_editor_query_count_is_bounded(
         assert client.get(URL).status_code == 200
     with django_assert_max_num_queries(5):
         client.post(PREVIEW, form(csr=csr_pem("x.nodes.example.test"), **NODE_CSR_FIELDS))
+
+
+def test_an_edit_of_an_older_generation_is_refused(client_for: ClientFor, nodes: Issuer) -> None:
+    admin = client_for("admin")
+    assert 'name="generation" value="1"' in admin.get(URL).content.decode()
+    # Someone else changes the issuer meanwhile (here through the spec layer, as the API).
+    apply_issuer("nodes", {"selfSigned": {"maxDuration": "24h"}}, actor="someone")
+    response = admin.post(URL, form(generation="1"))
+    assert response.status_code == 400
+    general = re.search(r'id="errors-general">(.*?)</ul>', response.content.decode(), re.S)
+    assert general is not None and "generation 1, now 2" in general.group(1)
+    nodes.refresh_from_db()
+    assert nodes.generation == 2 and "approvalPolicy" not in nodes.spec
+    # With the current generation it is saved, and the other change is kept.
+    assert admin.post(URL, form(generation="2")).status_code == 302
+    nodes.refresh_from_db()
+    assert nodes.generation == 3
+    assert nodes.spec["selfSigned"] == {"maxDuration": "24h0m0s"}
+    assert nodes.spec["approvalPolicy"]["deny"][0]["name"] == "no-wildcards"
+
+
+def test_hostile_policy_text_is_escaped(client_for: ClientFor, nodes: Issuer) -> None:
+    script = "<script>alert(1)</script>"
+    deny = f"- name: x\n  message: '{script}'\n  requesterPattern: '.*'\n"
+    assert client_for("admin").post(URL, form(deny=deny)).status_code == 302
+    html = client_for("operator").get(URL).content.decode()
+    assert script not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    preview = client_for("operator").post(PREVIEW, form(deny=deny, csr=csr_pem()))
+    assert script not in preview.content.decode()
+    assert outcome_of(preview.content.decode()) == "deny"
