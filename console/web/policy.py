@@ -278,7 +278,11 @@ def save_policy(request: HttpRequest, issuer: Issuer) -> HttpResponse:
                     f"(generation {applied.obj.generation}).",
                 )
             return redirect("web:issuer-policy", name=issuer.name)
-    return _render(request, issuer, form, PreviewForm(), errors=edited.errors, status=400)
+    # The test box keeps what was typed in it, without "required" errors for a save.
+    kept = PreviewForm(
+        initial={name: request.POST.get(name, "") for name in PreviewForm.base_fields}
+    )
+    return _render(request, issuer, form, kept, errors=edited.errors, status=400)
 
 
 @require_POST

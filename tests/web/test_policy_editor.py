@@ -178,9 +178,10 @@ def test_saving_keeps_an_acme_issuers_encrypted_secrets(client_for: ClientFor) -
 def test_field_errors_are_shown_next_to_their_box(
     client_for: ClientFor, nodes: Issuer, data: dict[str, Any], box: str, words: str
 ) -> None:
-    response = client_for("admin").post(URL, data)
+    response = client_for("admin").post(URL, {**data, "csr": "typed before saving"})
     assert response.status_code == 400
     html = response.content.decode()
+    assert "typed before saving" in html and 'id="errors-csr"' not in html
     assert words in errors_of(html, box)
     assert f'aria-describedby="errors-{box}"' in html
     # What was typed is kept in the box.
