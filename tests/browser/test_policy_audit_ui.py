@@ -148,6 +148,8 @@ def test_policy_editor_preview_errors_save_and_viewer(
     assert "no-wildcards" in viewer.locator("#id_deny").input_value()
     assert viewer.locator("#policy-save").count() == 0
     assert viewer.locator("#policy-preview-button").count() == 0
+    assert viewer.locator("#id_deny").get_attribute("readonly") is not None
+    assert viewer.locator("#id_auto_approve").is_disabled()
     assert crafted_post(viewer, "/issuers/nodes/policy/", "auto_approve=none") == 403
     assert crafted_post(viewer, "/issuers/nodes/policy/preview/", "csr=x") == 403
     nodes.refresh_from_db()

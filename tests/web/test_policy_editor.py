@@ -79,8 +79,10 @@ def test_the_page_shows_the_stored_policy_and_controls_by_role(
     assert '<option value="all" selected>' in viewer
     assert "maxDnsSans: 3" in viewer
     assert 'id="policy-save"' not in viewer and 'id="policy-preview-button"' not in viewer
+    assert viewer.count(" readonly>") == 2 and " disabled>" in viewer
     operator = client_for("operator").get(URL).content.decode()
     assert 'id="policy-preview-button"' in operator and 'id="policy-save"' not in operator
+    assert " readonly>" not in operator
     admin = client_for("admin").get(URL).content.decode()
     assert 'id="policy-preview-button"' in admin and 'id="policy-save"' in admin
     # The issuers page links every issuer to its editor.
