@@ -60,6 +60,8 @@ def check_page(page: Any, name: str) -> None:
     size = page.viewport_size
     for label, viewport in (("1280x800", (1280, 800)), ("390x844", (390, 844))):
         page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+        # Nothing makes the page scroll sideways (tables scroll inside their own box).
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport[0], label
         page.screenshot(path=str(SCREENSHOTS / f"{name}-{label}.png"), full_page=True)
     page.set_viewport_size(size)
 
