@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, path
 
 from console.web import (
+    audit,
     auth,
     certificate_actions,
     certificates,
@@ -13,6 +14,7 @@ from console.web import (
     issuer_edit,
     issuers,
     orders,
+    policy,
     requests,
 )
 
@@ -78,4 +80,13 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("partials/orders/", orders.order_list_partial, name="orders-partial"),
     path("challenges/", challenges.challenge_list, name="challenges"),
     path("partials/challenges/", challenges.challenge_list_partial, name="challenges-partial"),
+    # console-policy-audit: approval policy editor and audit log
+    path("issuers/<str:name>/policy/", policy.policy_editor, name="issuer-policy"),
+    path(
+        "issuers/<str:name>/policy/preview/",
+        policy.preview_policy,
+        name="issuer-policy-preview",
+    ),
+    path("audit/", audit.audit_log, name="audit"),
+    path("audit/export.csv", audit.audit_export, name="audit-export"),
 ]

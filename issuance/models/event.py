@@ -25,6 +25,9 @@ class Event(models.Model):
         indexes = [
             models.Index(fields=["kind", "name", "created_at"], name="event_object"),
             models.Index(fields=["certificate_name", "created_at"], name="event_certificate"),
+            # The audit log's filters (console/web/audit.py), newest first within each.
+            models.Index(fields=["actor", "created_at"], name="event_actor"),
+            models.Index(fields=["reason", "created_at"], name="event_reason"),
         ]
 
     def __str__(self) -> str:
