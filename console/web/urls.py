@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from console.web import auth, certificates, challenges, dashboard, issuers, orders, requests
+from console.web import (
+    auth,
+    certificates,
+    challenges,
+    dashboard,
+    issuers,
+    orders,
+    requests,
+    tokens,
+    users,
+)
 
 app_name = "web"
 
@@ -43,4 +53,13 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("partials/orders/", orders.order_list_partial, name="orders-partial"),
     path("challenges/", challenges.challenge_list, name="challenges"),
     path("partials/challenges/", challenges.challenge_list_partial, name="challenges-partial"),
+    # console-users-charts: users (admin) and each user's own API tokens
+    path("users/", users.user_list, name="users"),
+    path("users/new/", users.user_create, name="user-create"),
+    path("users/<int:pk>/roles/", users.user_roles, name="user-roles"),
+    path("users/<int:pk>/disable/", users.user_disable, name="user-disable"),
+    path("users/<int:pk>/enable/", users.user_enable, name="user-enable"),
+    path("account/tokens/", tokens.token_list, name="tokens"),
+    path("account/tokens/new/", tokens.token_create, name="token-create"),
+    path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
 ]
