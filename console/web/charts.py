@@ -12,7 +12,10 @@ from typing import Any
 
 from issuance.stats import Stats
 
-WIDTH = 720
+# viewBox widths: the renewals chart spans the dashboard, the other two share a row; about
+# as wide as they are drawn, so the 11px labels stay readable.
+WIDE = 1100
+NARROW = 440
 HEIGHT = 180
 LEFT = 36  # room for the y-axis labels
 BOTTOM = 22  # room for the x-axis labels
@@ -48,7 +51,7 @@ class Chart:
     y_ticks: list[Tick] = field(default_factory=list)
     # The CSS class prefix of the bars: s (issuers), e (expiry buckets), o (outcomes).
     palette: str = "s"
-    width: int = WIDTH
+    width: int = WIDE
     height: int = HEIGHT
     left: int = LEFT
     plot_bottom: int = HEIGHT - BOTTOM
@@ -71,11 +74,11 @@ def _y_ticks(top: int) -> list[Tick]:
 
 
 def _stacked(
-    columns: list[list[int]], labels: list[str], legend: list[str]
+    columns: list[list[int]], labels: list[str], legend: list[str], chart_width: int
 ) -> tuple[list[Bar], list[Tick]]:
     top = _nice_max(max((sum(c) for c in columns), default=0))
     plot = HEIGHT - BOTTOM - TOP
-    slot = (WIDTH - LEFT) / max(len(columns), 1)
+    slot = (chart_width - LEFT) / max(len(columns), 1)
     width = max(slot * 0.8, 1.0)
     bars: list[Bar] = []
     for i, counts in enumerate(columns):
@@ -98,8 +101,8 @@ def _stacked(
     return bars, _y_ticks(top)
 
 
-def _x_ticks(labels: list[str], every: int) -> list[Tick]:
-    slot = (WIDTH - LEFT) / max(len(labels), 1)
+def _x_ticks(labels: list[str], every: int, chart_width: int) -> list[Tick]:
+    slot = (chart_width - LEFT) / max(len(labels), 1)
     return [Tick(LEFT + i * slot + slot / 2, labels[i]) for i in range(0, len(labels), every)]
 
 
@@ -108,7 +111,7 @@ def renewals_chart(data: Stats) -> Chart:
     labels = [d.day.strftime("%b %d") for d in r.days]
     legend = list(r.series) or ["renewals"]
     columns = [list(d.counts) or [0] for d in r.days]
-    bars, y_ticks = _stacked(columns, labels, legend)
+    bars, y_ticks = _stacked(columns, labels, legend, WIDE)
     total = sum(d.total for d in r.days)
     peak = max(r.days, key=lambda d: d.total, default=None)
     summary = f"{total} renewals in the next {len(r.days)} days"
@@ -125,7 +128,7 @@ def renewals_chart(data: Stats) -> Chart:
         ["Date", *r.series, "Total"],
         rows,
         bars,
-        _x_ticks(labels, 15),
+        _x_ticks(labels, 15, WIDE),
         y_ticks,
     )
 
@@ -137,7 +140,7 @@ def expiry_chart(data: Stats) -> Chart:
     columns = [
         [b.count if j == i else 0 for j in range(len(labels))] for i, b in enumerate(data.expiry)
     ]
-    bars, y_ticks = _stacked(columns, labels, ["certificates"] * len(labels))
+    bars, y_ticks = _stacked(columns, labels, ["certificates"] * len(labels), NARROW)
     total = sum(b.count for b in data.expiry)
     soon = sum(b.count for b in data.expiry if b.key in ("expired", "lt7"))
     summary = f"{total} issued certificates; {soon} expired or expiring within 7 days"
@@ -151,8 +154,9 @@ def expiry_chart(data: Stats) -> Chart:
         ["Days to expiry", "Certificates"],
         [[b.label, b.count] for b in data.expiry],
         bars,
-        _x_ticks(labels, 1),
+        _x_ticks(labels, 1, NARROW),
         y_ticks,
+        width=NARROW,
         palette="e",
     )
 
@@ -161,7 +165,7 @@ def issuance_chart(data: Stats) -> Chart:
     labels = [d.day.strftime("%b %d") for d in data.issuance]
     legend = ["issued", "failed"]
     columns = [[d.issued, d.failed] for d in data.issuance]
-    bars, y_ticks = _stacked(columns, labels, legend)
+    bars, y_ticks = _stacked(columns, labels, legend, NARROW)
     issued = sum(d.issued for d in data.issuance)
     failed = sum(d.failed for d in data.issuance)
     return Chart(
@@ -172,8 +176,9 @@ def issuance_chart(data: Stats) -> Chart:
         ["Date", "Issued", "Failed"],
         [[d.day.isoformat(), d.issued, d.failed] for d in data.issuance],
         bars,
-        _x_ticks(labels, 2),
+        _x_ticks(labels, 3, NARROW),
         y_ticks,
+        width=NARROW,
         palette="o",
     )
 
