@@ -10,12 +10,22 @@ to the old code is no longer wanted.
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 from typing import Any
 
 import django.db.models.deletion
 import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
+from django.utils.dateparse import parse_datetime
+
+
+def _aware(value: object) -> datetime:
+    """The raw column as an aware datetime: SQLite gives text or naive UTC values."""
+    moment = parse_datetime(value) if isinstance(value, str) else value
+    if not isinstance(moment, datetime):
+        return django.utils.timezone.now()
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def copy_drf_tokens(apps: Any, schema_editor: Any) -> None:
@@ -33,7 +43,7 @@ def copy_drf_tokens(apps: Any, schema_editor: Any) -> None:
                 name="migrated",
                 prefix=key[:8],
                 digest=hashlib.sha256(key.encode()).hexdigest(),
-                created_at=created,
+                created_at=_aware(created),
             )
             for key, user_id, created in rows
         ],

@@ -265,10 +265,12 @@ def test_migration_moves_drf_tokens(role_users: dict[str, User]) -> None:
 
     migration = importlib.import_module("issuance.migrations.0011_console_users_charts")
     key = "0123456789abcdef0123456789abcdef01234567"
+    # As DRF's migration made the column.
+    created_type = "timestamp with time zone" if connection.vendor == "postgresql" else "datetime"
     with connection.cursor() as cursor:
         cursor.execute(
             'CREATE TABLE "authtoken_token" ("key" varchar(40) PRIMARY KEY, '
-            '"created" timestamp NULL, "user_id" integer NOT NULL)'
+            f'"created" {created_type} NULL, "user_id" integer NOT NULL)'
         )
         cursor.execute(
             'INSERT INTO "authtoken_token" ("key", "created", "user_id") VALUES (%s, %s, %s)',
@@ -277,4 +279,5 @@ def test_migration_moves_drf_tokens(role_users: dict[str, User]) -> None:
     migration.copy_drf_tokens(apps, SimpleNamespace(connection=connection))
     row = ApiToken.objects.get(user=role_users["viewer"])
     assert row.name == "migrated" and row.digest == hashlib.sha256(key.encode()).hexdigest()
+    assert abs((row.created_at - timezone.now()).total_seconds()) < 60
     assert _api(key).get("/api/v1/certificates/").status_code == 200
