@@ -11,17 +11,28 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from issuance.models import ApiToken, Certificate, Event
+from tests.browser.conftest import SCREENSHOTS
 from tests.browser.pages import csrf_token, login, login_with
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 NewPage = Callable[[], Any]
-Shot = Callable[[Any, str], Any]
+
+
+def screenshots(page: Any, name: str) -> None:
+    """Stand-in for console-a11y's tests/browser/a11y.py `screenshots` (the lead swaps it in
+    at merge): the page at 1280x800 and 390x844 into artifacts/screenshots/."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    before = page.viewport_size
+    for width, height in ((1280, 800), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}x{height}.png"), full_page=True)
+    page.set_viewport_size(before)
 
 
 def test_admin_creates_user_and_viewer_is_refused(
-    new_page: NewPage, screenshot: Shot, role_users: dict[str, User]
+    new_page: NewPage, role_users: dict[str, User]
 ) -> None:
     admin = new_page()
     login(admin, "admin")
@@ -33,7 +44,7 @@ def test_admin_creates_user_and_viewer_is_refused(
     password = admin.locator("#one-time-password").inner_text().strip()
     assert len(password) >= 20
     assert admin.locator("tr[data-user=dana]").is_visible()
-    screenshot(admin, "users-created")
+    screenshots(admin, "users-created")
     admin.goto("/users/")  # shown once
     assert admin.locator("#one-time-password").count() == 0
     assert password not in admin.content()
@@ -59,7 +70,7 @@ def test_admin_creates_user_and_viewer_is_refused(
 
 
 def test_user_creates_and_revokes_a_token_and_sees_the_charts(
-    new_page: NewPage, screenshot: Shot, role_users: dict[str, User]
+    new_page: NewPage, role_users: dict[str, User]
 ) -> None:
     issuer = make_selfsigned_issuer("charts-ca")
     now = timezone.now()
@@ -80,7 +91,7 @@ def test_user_creates_and_revokes_a_token_and_sees_the_charts(
         figure.locator("svg[role=img] > desc").wait_for(state="attached")
         figure.locator("rect.chart-bar").first.wait_for()
         figure.locator("details.chart-data > summary").wait_for()
-    screenshot(page, "dashboard-charts")
+    screenshots(page, "dashboard-charts")
 
     page.get_by_role("link", name="viewer").click()  # the user's name leads to their tokens
     page.wait_for_url("**/account/tokens/")
@@ -88,7 +99,7 @@ def test_user_creates_and_revokes_a_token_and_sees_the_charts(
     page.click("#new-token-form button[type=submit]")
     text = page.locator("#token-text").inner_text().strip()
     assert len(text) >= 43
-    screenshot(page, "token-created")
+    screenshots(page, "token-created")
     api = new_page().request  # no session: the token alone
     auth = {"Authorization": f"Token {text}"}
     assert api.get("/api/v1/stats/", headers=auth).status == 200
