@@ -58,7 +58,7 @@ import json
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import Group, User
 from django.contrib.sessions.backends.db import SessionStore
-from rest_framework.authtoken.models import Token
+from issuance.apitokens import create_token
 from issuance.specs.issuer import apply_issuer
 apply_issuer("selfsigned", {"selfSigned": {}}, actor="bench")
 operator = User.objects.create_user("bench-operator")
@@ -70,7 +70,7 @@ session[SESSION_KEY] = str(viewer.pk)
 session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
 session[HASH_SESSION_KEY] = viewer.get_session_auth_hash()
 session.create()
-print(json.dumps({"token": Token.objects.create(user=operator).key,
+print(json.dumps({"token": create_token(operator, "bench", actor="bench")[1],
                   "session": session.session_key}))
 """
 

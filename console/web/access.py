@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from issuance.roles import APPROVER, OPERATOR, VIEWER, has_role, roles_of
+from issuance.roles import ADMIN, APPROVER, OPERATOR, VIEWER, has_role, roles_of
 
 View = Callable[..., HttpResponse]
 
@@ -36,6 +36,7 @@ def require_role(role: str) -> Callable[[View], View]:
 viewer_required = require_role(VIEWER)
 operator_required = require_role(OPERATOR)
 approver_required = require_role(APPROVER)
+admin_required = require_role(ADMIN)
 
 
 def role_flags(request: HttpRequest) -> dict[str, bool]:
@@ -44,6 +45,7 @@ def role_flags(request: HttpRequest) -> dict[str, bool]:
     return {
         "can_operate": OPERATOR in roles,
         "can_approve": APPROVER in roles,
+        "can_admin": ADMIN in roles,
     }
 
 
@@ -53,10 +55,12 @@ def render_page(
     context: dict[str, Any],
     *,
     live_groups: str = "dashboard",
+    status: int = 200,
 ) -> HttpResponse:
     """Render a full page: adds the role flags and the page's live groups for base.html."""
     return render(
         request,
         template_name,
         {**role_flags(request), "live_groups": live_groups, **context},
+        status=status,
     )

@@ -19,6 +19,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from console.web.access import render_page, viewer_required
+from console.web.charts import charts
 from issuance.controllers.acme import health
 from issuance.models import (
     FINAL_CHALLENGE_STATES,
@@ -32,6 +33,7 @@ from issuance.models import (
     Issuer,
     IssuerKind,
 )
+from issuance.stats import stats
 
 LIST_LIMIT = 10
 # How the challenges controller words a failing self check in `reason`.
@@ -155,6 +157,11 @@ def approvals_context() -> dict[str, Any]:
     }
 
 
+def charts_context() -> dict[str, Any]:
+    """The three charts (issuance/stats.py: three grouped queries)."""
+    return {"charts": charts(stats())}
+
+
 SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
     "ca": ca_context,
     "counts": counts_context,
@@ -163,6 +170,7 @@ SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
     "backoff": backoff_context,
     "renewals": renewals_context,
     "approvals": approvals_context,
+    "charts": charts_context,
 }
 
 

@@ -16,6 +16,8 @@ from console.web import (
     orders,
     policy,
     requests,
+    tokens,
+    users,
 )
 
 app_name = "web"
@@ -89,4 +91,13 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("audit/", audit.audit_log, name="audit"),
     path("audit/export.csv", audit.audit_export, name="audit-export"),
+    # console-users-charts: users (admin) and each user's own API tokens
+    path("users/", users.user_list, name="users"),
+    path("users/new/", users.user_create, name="user-create"),
+    path("users/<int:pk>/roles/", users.user_roles, name="user-roles"),
+    path("users/<int:pk>/disable/", users.user_disable, name="user-disable"),
+    path("users/<int:pk>/enable/", users.user_enable, name="user-enable"),
+    path("account/tokens/", tokens.token_list, name="tokens"),
+    path("account/tokens/new/", tokens.token_create, name="token-create"),
+    path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
 ]

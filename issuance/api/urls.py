@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from issuance.api.certificaterequests import CertificateRequestViewSet
@@ -15,15 +13,9 @@ from issuance.api.errors import not_found
 from issuance.api.events import EventViewSet
 from issuance.api.issuers import IssuerViewSet
 from issuance.api.orders import OrderViewSet
-from issuance.api.query import QueryParamsMixin
 from issuance.api.scheduler import SchedulerView
-
-
-class ObtainTokenView(QueryParamsMixin, ObtainAuthToken):
-    """DRF's token for a username and password (anyone may ask; wrong credentials: 400)."""
-
-    permission_classes = [AllowAny]
-
+from issuance.api.stats import StatsView
+from issuance.api.tokens import ObtainTokenView
 
 router = DefaultRouter()
 router.register("issuers", IssuerViewSet, basename="issuer")
@@ -35,6 +27,7 @@ router.register("events", EventViewSet, basename="event")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/scheduler/", SchedulerView.as_view(), name="api-scheduler"),
+    path("api/v1/stats/", StatsView.as_view(), name="api-stats"),
     path("api/v1/token/", ObtainTokenView.as_view(), name="api-token"),
     path("api/v1/", include(router.urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,6 +1,7 @@
 """One module per resource; import from here."""
 
 from issuance.models.acmeserver import AcmeServer
+from issuance.models.apitoken import ApiToken
 from issuance.models.base import ImmutableSpecError, validate_resource_name
 from issuance.models.bootstraptoken import BootstrapToken
 from issuance.models.bulkaction import BulkAction, BulkItem, BulkKind, ItemState
@@ -26,6 +27,7 @@ __all__ = [
     "FINAL_ORDER_STATES",
     "REASONS",
     "AcmeServer",
+    "ApiToken",
     "Approval",
     "BootstrapToken",
     "BulkAction",

@@ -20,9 +20,9 @@ from asgiref.testing import ApplicationCommunicator
 from django.conf import settings
 from django.contrib.auth.models import User
 from pytest_django import Settings
-from rest_framework.authtoken.models import Token
 
 from console.asgi_http import ThreadedASGIHandler
+from issuance.apitokens import create_token
 from issuance.models import Certificate
 from tests.factories import make_selfsigned_issuer
 from tests.webserver import uvicorn_on_test_database
@@ -58,7 +58,7 @@ def call(
 def test_api_through_real_uvicorn(web: int) -> None:
     make_selfsigned_issuer("ss")
     user = User.objects.create_superuser("api", "api@example.test", "x")
-    auth = {"Authorization": f"Token {Token.objects.create(user=user).key}"}
+    auth = {"Authorization": f"Token {create_token(user, 'asgi', actor='test')[1]}"}
     json_auth = {**auth, "Content-Type": "application/json"}
     cert = {
         "name": "shop",

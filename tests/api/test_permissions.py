@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from issuance.models import Certificate, CertificateRequest, Event, Issuer
+from issuance.models import ApiToken, Certificate, CertificateRequest, Event, Issuer
 from tests.factories import csr_pem
 
 ROLES = ("viewer", "operator", "approver", "admin", "nobody", "anonymous")
@@ -221,12 +221,15 @@ def test_superuser_is_admin(
 
 
 def test_token_auth(world: dict[str, Any], role_users: dict[str, User]) -> None:
+    from io import StringIO
+
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
-    call_command("drf_create_token", "operator")
-    token = Token.objects.get(user=role_users["operator"]).key
+    out = StringIO()
+    call_command("api_token", "operator", "--name", "ci", stdout=out)
+    token = out.getvalue().strip()
+    assert ApiToken.objects.get(user=role_users["operator"]).name == "ci"
     client = APIClient()
     assert client.get("/api/v1/certificates/").status_code == 401
     client.credentials(HTTP_AUTHORIZATION=f"Token {token}")

@@ -13,9 +13,9 @@ from datetime import timedelta
 
 from django.contrib.auth.models import User
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from issuance import actions
+from issuance.apitokens import create_token as create_api_token
 from issuance.bootstrap.requests import submit
 from issuance.bootstrap.tokens import create_token
 from issuance.models import AcmeServer, CertificateRequest, Event
@@ -52,7 +52,7 @@ def build() -> Credentials:
     """Issuers of every kind, issued and pending certificates, decided and pending requests,
     an ACME order with challenges, a CA that does not answer, events, and both tokens."""
     admin = User.objects.create_superuser("admin", "admin@example.test", secrets.token_hex(8))
-    token = Token.objects.create(user=admin)
+    _, token = create_api_token(admin, "contract", actor="admin")
     selfsigned = make_selfsigned_issuer("ss")
     make_ca_issuer("node-ca", "node-ca-key-pair")
     acme = make_acme_issuer("acme", server=ACME_SERVER)
@@ -90,4 +90,4 @@ def build() -> Credentials:
         },
     )
     Event.objects.create(kind="Certificate", name="shop", reason="Checked", actor="admin")
-    return Credentials(admin_token=token.key, bootstrap_token=bootstrap)
+    return Credentials(admin_token=token, bootstrap_token=bootstrap)

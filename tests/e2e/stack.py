@@ -206,9 +206,9 @@ def make_admin_token(workdir: Path, env: Mapping[str, str]) -> str:
             "shell",
             "-c",
             "from django.contrib.auth.models import User;"
-            "from rest_framework.authtoken.models import Token;"
+            "from issuance.apitokens import create_token;"
             "u=User.objects.create_superuser('stack','s@example.test','x');"
-            f"Token.objects.create(user=u, key='{token}')",
+            f"create_token(u, 'e2e stack', actor='e2e', text='{token}')",
         ],
         env,
         name="setup",

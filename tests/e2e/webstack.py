@@ -35,11 +35,11 @@ _SETUP = """
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
-from rest_framework.authtoken.models import Token
+from issuance.apitokens import create_token
 from issuance.models import Issuer
 Issuer.objects.create(name="selfsigned", kind="selfSigned", spec={{"selfSigned": {{}}}})
 user = User.objects.create_superuser("admin", "admin@example.test", "not-used")
-Token.objects.create(user=user, key="{token}")
+create_token(user, "e2e", actor="e2e", text="{token}")
 session = SessionStore()
 session[SESSION_KEY] = str(user.pk)
 session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
 
+from issuance.apitokens import create_token
 from issuance.specs.issuer import apply_issuer
 from tests.live.conftest import session_cookie
 from tests.live.outage import (
@@ -64,7 +64,7 @@ def setup(
 ) -> Iterator[Setup]:
     apply_issuer(ISSUER, {"selfSigned": {}}, actor="test")
     operator = make_user("op-outage", "operator")
-    token = Token.objects.create(user=operator).key
+    token = create_token(operator, "outage", actor="test")[1]
     session = session_cookie(make_user("viewer-outage", "viewer"))
     app = serve_with_redis()
     yield Setup(

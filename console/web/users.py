@@ -1,0 +1,127 @@
+"""Users (admin): create with a one-time password, assign roles, disable and re-enable.
+
+Acts through issuance/users.py (which keeps at least one active admin); the generated
+password is in the one response that created the user and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.models import Group, User
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
+
+from console.web.access import admin_required, render_page
+from issuance import users
+from issuance.roles import ROLES
+
+PAGE_SIZE = 50
+ROLE_CHOICES = [(r, r) for r in ROLES]
+
+
+class NewUserForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    roles = forms.MultipleChoiceField(
+        choices=ROLE_CHOICES, required=False, widget=forms.CheckboxSelectMultiple
+    )
+
+
+class RolesForm(forms.Form):
+    roles = forms.MultipleChoiceField(
+        choices=ROLE_CHOICES, required=False, widget=forms.CheckboxSelectMultiple
+    )
+
+
+def _context(request: HttpRequest, form: NewUserForm | None = None) -> dict[str, Any]:
+    everyone = User.objects.order_by("username").prefetch_related(
+        Prefetch("groups", queryset=Group.objects.only("id", "name"))
+    )
+    page = Paginator(everyone, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [
+        (u, sorted({g.name for g in u.groups.all()} | ({"admin"} if u.is_superuser else set())))
+        for u in page.object_list
+    ]
+    return {
+        "page": page,
+        "rows": rows,
+        "roles": ROLES,
+        "form": form or NewUserForm(),
+        "me": request.user.pk,
+    }
+
+
+@never_cache
+@admin_required
+def user_list(request: HttpRequest) -> HttpResponse:
+    return render_page(request, "console/users.html", _context(request))
+
+
+@require_POST
+@never_cache
+@admin_required
+def user_create(request: HttpRequest) -> HttpResponse:
+    form = NewUserForm(request.POST)
+    if form.is_valid():
+        try:
+            user, password = users.create_user(
+                form.cleaned_data["username"],
+                form.cleaned_data["roles"],
+                actor=request.user.get_username(),
+            )
+        except users.UserError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+        else:
+            # Rendered, not redirected: the password lives in this response only.
+            context = _context(request)
+            context["created"] = user
+            context["password"] = password
+            return render_page(request, "console/users.html", context)
+    return render_page(request, "console/users.html", _context(request, form), status=400)
+
+
+@require_POST
+@admin_required
+def user_roles(request: HttpRequest, pk: int) -> HttpResponse:
+    user = get_object_or_404(User, pk=pk)
+    form = RolesForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"{user.username}: unknown role")
+        return redirect("web:users")
+    try:
+        users.set_roles(user.pk, form.cleaned_data["roles"], actor=request.user.get_username())
+    except users.UserError as exc:
+        messages.error(request, f"{user.username}: {exc}")
+    else:
+        messages.success(request, f"Roles of {user.username} saved.")
+    return redirect("web:users")
+
+
+def _set_active(request: HttpRequest, pk: int, active: bool) -> HttpResponse:
+    user = get_object_or_404(User, pk=pk)
+    try:
+        users.set_active(user.pk, active, actor=request.user.get_username())
+    except users.UserError as exc:
+        messages.error(request, f"{user.username}: {exc}")
+    else:
+        state = "re-enabled" if active else "disabled (its sessions and API tokens stop working)"
+        messages.success(request, f"{user.username} {state}.")
+    return redirect("web:users")
+
+
+@require_POST
+@admin_required
+def user_disable(request: HttpRequest, pk: int) -> HttpResponse:
+    return _set_active(request, pk, active=False)
+
+
+@require_POST
+@admin_required
+def user_enable(request: HttpRequest, pk: int) -> HttpResponse:
+    return _set_active(request, pk, active=True)
