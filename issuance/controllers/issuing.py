@@ -19,7 +19,7 @@ from datetime import datetime
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
 from django.utils import timezone
 
-from issuance import events, faults
+from issuance import events, faults, webhooks
 from issuance.controllers.acme import ari
 from issuance.controllers.base import TemporaryError
 from issuance.controllers.certificate_policy import (
@@ -344,6 +344,8 @@ def _store_issued(view: CertView, request: CertificateRequest, key: StoredKey) -
         )
         apply_readiness(after, secret_violation(after))
         save_status(cert)
+        # In this transaction: the notice exists exactly when the revision does.
+        webhooks.queue_issued(cert, request.revision, issued, _notify)
     events.record(
         "Certificate",
         cert.name,

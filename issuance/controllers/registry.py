@@ -43,6 +43,7 @@ def controllers() -> list[Controller]:
         issuers,
         orders,
         revocations,
+        webhookdeliveries,
     )
     from issuance.models import (
         Certificate,
@@ -51,6 +52,7 @@ def controllers() -> list[Controller]:
         Issuer,
         Order,
         Revocation,
+        WebhookDelivery,
     )
 
     return [
@@ -78,6 +80,10 @@ def controllers() -> list[Controller]:
         ),
         Controller(
             "revocations", Revocation, revocations.reconcile, acme_backoff=True, related=("issuer",)
+        ),
+        # issuance-webhooks: notices of new revisions, POSTed outside the certificate's pass
+        Controller(
+            "webhookdeliveries", WebhookDelivery, webhookdeliveries.reconcile, related=("webhook",)
         ),
     ]
 

@@ -14,6 +14,12 @@ from issuance.models.challenge import (
     ChallengeType,
 )
 from issuance.models.event import Event
+from issuance.models.issuancewebhook import (
+    DeliveryEvent,
+    DeliveryState,
+    IssuanceWebhook,
+    WebhookDelivery,
+)
 from issuance.models.issuer import Issuer, IssuerKind
 from issuance.models.kubecsr import KubeCSR
 from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
@@ -39,8 +45,11 @@ __all__ = [
     "Challenge",
     "ChallengeState",
     "ChallengeType",
+    "DeliveryEvent",
+    "DeliveryState",
     "Event",
     "ImmutableSpecError",
+    "IssuanceWebhook",
     "Issuer",
     "IssuerKind",
     "ItemState",
@@ -52,6 +61,7 @@ __all__ = [
     "RevocationState",
     "Secret",
     "SecretExport",
+    "WebhookDelivery",
     "certificate_name_of",
     "validate_resource_name",
 ]
