@@ -39,6 +39,10 @@ class WebhookError(ValueError):
         self.field = field
 
 
+class WebhookExists(WebhookError):
+    pass
+
+
 def new_secret() -> str:
     """43 URL-safe characters: 256 random bits."""
     return pysecrets.token_urlsafe(32)
@@ -84,12 +88,12 @@ def create_webhook(
     hook.set_secret(secret)
     with transaction.atomic():
         if IssuanceWebhook.objects.filter(name=name).exists():
-            raise WebhookError("name", f"a webhook named {name!r} already exists")
+            raise WebhookExists("name", f"a webhook named {name!r} already exists")
         try:
             with transaction.atomic():
                 hook.save()
         except IntegrityError:
-            raise WebhookError("name", f"a webhook named {name!r} already exists") from None
+            raise WebhookExists("name", f"a webhook named {name!r} already exists") from None
         events.record("IssuanceWebhook", name, "Created", "Issuance webhook created", actor=actor)
     return hook
 
@@ -102,7 +106,7 @@ def delete_webhook(hook: IssuanceWebhook, *, actor: str) -> None:
         events.record("IssuanceWebhook", name, "Deleted", "Issuance webhook deleted", actor=actor)
 
 
-def issued_payload(cert: Certificate, revision: int, info: CertInfo) -> dict[str, object]:
+def issued_payload(cert: Certificate, revision: int | None, info: CertInfo) -> dict[str, object]:
     return {
         "event": DeliveryEvent.ISSUED.value,
         "certificate": cert.name,
@@ -116,7 +120,7 @@ def issued_payload(cert: Certificate, revision: int, info: CertInfo) -> dict[str
 
 
 def queue_issued(
-    cert: Certificate, revision: int, info: CertInfo, on_commit: Callable[[], None]
+    cert: Certificate, revision: int | None, info: CertInfo, on_commit: Callable[[], None]
 ) -> int:
     """In the caller's transaction (the one storing the revision): a delivery per matching
     enabled webhook. Returns how many were queued; `on_commit` runs after commit if any."""

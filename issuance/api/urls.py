@@ -11,6 +11,7 @@ from issuance.api.certificates import CertificateViewSet
 from issuance.api.challenges import ChallengeViewSet
 from issuance.api.errors import not_found
 from issuance.api.events import EventViewSet
+from issuance.api.issuancewebhooks import IssuanceWebhookViewSet, WebhookDeliveryViewSet
 from issuance.api.issuers import IssuerViewSet
 from issuance.api.orders import OrderViewSet
 from issuance.api.scheduler import SchedulerView
@@ -24,6 +25,9 @@ router.register("certificaterequests", CertificateRequestViewSet, basename="cert
 router.register("orders", OrderViewSet, basename="order")
 router.register("challenges", ChallengeViewSet, basename="challenge")
 router.register("events", EventViewSet, basename="event")
+# issuance-webhooks
+router.register("issuance-webhooks", IssuanceWebhookViewSet, basename="issuancewebhook")
+router.register("issuance-webhook-deliveries", WebhookDeliveryViewSet, basename="webhookdelivery")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/scheduler/", SchedulerView.as_view(), name="api-scheduler"),

@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from issuance import actions
+from issuance import actions, webhooks
 from issuance.apitokens import create_token as create_api_token
 from issuance.bootstrap.requests import submit
 from issuance.bootstrap.tokens import create_token
@@ -90,4 +90,9 @@ def build() -> Credentials:
         },
     )
     Event.objects.create(kind="Certificate", name="shop", reason="Checked", actor="admin")
+    # issuance-webhooks: a webhook with a queued notice (no worker runs: it stays Pending)
+    hook = webhooks.create_webhook(
+        "deploy", "https://deploy.invalid/hook", "contract-webhook-secret", actor="admin"
+    )
+    webhooks.queue_test(hook, actor="admin")
     return Credentials(admin_token=token, bootstrap_token=bootstrap)
