@@ -18,6 +18,7 @@ from console.web import (
     requests,
     tokens,
     users,
+    webhooks,
 )
 
 app_name = "web"
@@ -100,4 +101,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("account/tokens/", tokens.token_list, name="tokens"),
     path("account/tokens/new/", tokens.token_create, name="token-create"),
     path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
+    # issuance-webhooks: webhooks told of new revisions (admin)
+    path("webhooks/", webhooks.webhook_list, name="webhooks"),
+    path("webhooks/new/", webhooks.webhook_create, name="webhook-create"),
+    path("webhooks/<str:name>/delete/", webhooks.webhook_delete, name="webhook-delete"),
+    path("webhooks/<str:name>/test/", webhooks.webhook_test, name="webhook-test"),
 ]
