@@ -7,6 +7,9 @@ the schedule in RETRY_AFTER, then the row is Failed; every attempt's outcome is 
 row (`attempts`). The POST is signed with `issuance/signing.py`; the secret is decrypted
 here and goes nowhere else (not into the row, events or logs).
 
+The read timeout bounds each wait for the receiver (requests applies it per read), and
+the answer's body is not read, so a receiver cannot hold a worker thread by trickling one.
+
 A worker killed after the POST and before storing the outcome sends the notice again on
 the next pass: at least once. Receivers tell repeats apart by the `X-Issuance-Delivery`
 header (and the revision in the body).
@@ -24,6 +27,7 @@ from django.utils import timezone
 from issuance import events, signing
 from issuance.controllers.base import Result
 from issuance.models import DeliveryState, Event, WebhookDelivery
+from issuance.pki.encryption import DecryptionError
 
 log = logging.getLogger("issuance.webhooks")
 
@@ -46,7 +50,11 @@ def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
     """(HTTP status or None, error text); a 2xx status is success. Never raises."""
     hook = delivery.webhook
     body = signing.body_of(delivery.payload)
-    headers = signing.signed_headers(hook.secret, body)
+    try:
+        secret = hook.secret
+    except DecryptionError:
+        return None, "the signing secret cannot be decrypted with KEY_ENCRYPTION_KEY"
+    headers = signing.signed_headers(secret, body)
     headers[DELIVERY_HEADER] = str(delivery.pk)
     headers["User-Agent"] = "issuance-console-webhook"
     try:
@@ -56,6 +64,7 @@ def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
             headers=headers,
             timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
             allow_redirects=False,  # a redirect would resend the notice somewhere unchecked
+            stream=True,  # only the status matters: the answer's body is never read
         )
         response.close()
     except requests.Timeout as exc:
