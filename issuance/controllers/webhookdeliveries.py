@@ -70,10 +70,20 @@ def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
     except requests.Timeout as exc:
         return None, f"timed out ({type(exc).__name__})"
     except requests.RequestException as exc:
-        return None, f"{type(exc).__name__}: {str(exc)[:ERROR_MAX]}"
+        return None, describe(exc)
     if 200 <= response.status_code < 300:
         return response.status_code, ""
     return response.status_code, f"HTTP {response.status_code}"
+
+
+def describe(exc: BaseException) -> str:
+    """The root cause ("ConnectionRefusedError: [Errno 111] Connection refused"), which,
+    unlike requests' own message, does not repeat the URL (its path or query may hold a
+    token of the receiver's, and failures reach the timeline)."""
+    root = exc
+    while (inner := root.__cause__ or root.__context__) is not None:
+        root = inner
+    return f"{type(root).__name__}: {str(root)[:ERROR_MAX]}"
 
 
 def reconcile(delivery: WebhookDelivery) -> Result:

@@ -163,3 +163,16 @@ def test_a_test_notice_is_sent_by_the_worker() -> None:
     (got,) = rx.received
     assert signing.verify(SECRET.encode(), got.body, got.headers)
     assert json.loads(got.body)["event"] == "test"
+
+
+def test_an_unreachable_receiver_is_an_attempt_whose_error_does_not_repeat_the_url() -> None:
+    with receiver() as rx:
+        closed = rx.url  # nobody listens there once the receiver is gone
+    hook = webhooks.create_webhook("gone", closed + "?token=receiver-token", SECRET, actor="a")
+    webhooks.queue_test(hook, actor="a")
+    run_worker()
+    delivery = WebhookDelivery.objects.get()
+    (attempt,) = delivery.typed_attempts
+    assert attempt["status"] is None and "Connection refused" in attempt["error"]
+    assert "receiver-token" not in attempt["error"] and "/hook" not in attempt["error"]
+    assert delivery.state == DeliveryState.PENDING
