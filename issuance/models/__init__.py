@@ -13,6 +13,7 @@ from issuance.models.challenge import (
     ChallengeState,
     ChallengeType,
 )
+from issuance.models.downloadtoken import DownloadToken
 from issuance.models.event import Event
 from issuance.models.issuer import Issuer, IssuerKind
 from issuance.models.kubecsr import KubeCSR
@@ -39,6 +40,7 @@ __all__ = [
     "Challenge",
     "ChallengeState",
     "ChallengeType",
+    "DownloadToken",
     "Event",
     "ImmutableSpecError",
     "Issuer",
