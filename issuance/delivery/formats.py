@@ -41,7 +41,7 @@ CONTENT_TYPES = {
 }
 
 
-class FormatError(Exception):
+class FormatError(ValueError):
     """A file this certificate cannot be rendered as (say why, without key material)."""
 
 
@@ -66,6 +66,28 @@ def offered_files(spec: CertificateSpec) -> list[str]:
     if keystores.get("jks", {"create": False})["create"]:
         files += ["keystore.jks", "truststore.jks"]
     return files
+
+
+def secret_extras(pair: KeyPair, spec: CertificateSpec) -> dict[str, bytes]:
+    """The keys cert-manager adds to the Secret it writes for these fields (for the
+    Kubernetes Secret export): keystore passwords from their passwordSecretRef. Raises
+    FormatError, or SecretRefError (a LookupError) when a password Secret is missing."""
+    from issuance.specs.secrets import read_secret_value
+
+    out: dict[str, bytes] = {}
+    for filename in offered_files(spec):
+        if filename in PEM_FILES or filename == "tls.der":  # tls.der: ours, not cert-manager's
+            continue
+        password = ""
+        if filename in KEYSTORE_FILES:
+            keystores = spec.get("keystores") or {}
+            store = keystores.get("pkcs12") if filename.endswith(".p12") else keystores.get("jks")
+            ref = store.get("passwordSecretRef") if store else None
+            if not ref:
+                raise FormatError(f"keystores: {filename} needs a passwordSecretRef")
+            password = read_secret_value(ref["name"], ref.get("key"))
+        out[filename] = render(filename, pair, spec, password)
+    return out
 
 
 def content_type(filename: str) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
+from datetime import timedelta
 from typing import Any
 
 import jks
@@ -12,12 +14,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from django.test import Client
-from django.utils import timezone
 
 from issuance import actions
 from issuance.apitokens import TokenError
 from issuance.delivery.tokens import create_download_token, revoke_download_token
-from issuance.models import Certificate, DownloadToken, Event, Secret
+from issuance.models import Certificate, DownloadToken, Event, Issuer, Secret
 from tests.factories import make_ca_issuer, make_certificate
 from tests.helpers import drain
 
@@ -34,7 +35,7 @@ KEYSTORES = {
 
 
 def _issued(name: str = "web", **spec: Any) -> Certificate:
-    issuer = make_ca_issuer() if not Certificate.objects.exists() else Certificate.objects.first().issuer  # type: ignore[union-attr]
+    issuer = Issuer.objects.filter(name="ca").first() or make_ca_issuer()
     cert = make_certificate(name, issuer, **spec)
     drain()
     cert.refresh_from_db()
@@ -152,14 +153,14 @@ def test_every_format_parses() -> None:
     key = serialization.load_pem_private_key(combined, None)
     chain = x509.load_pem_x509_certificates(combined)
     assert chain[0] == leaf
-    assert key.public_key() == leaf.public_key()  # type: ignore[comparison-overlap]
+    assert key.public_key() == leaf.public_key()
     assert x509.load_der_x509_certificate(body("tls.der")) == leaf
     der_key = serialization.load_der_private_key(body("key.der"), None)
-    assert der_key.public_key() == leaf.public_key()  # type: ignore[comparison-overlap]
+    assert der_key.public_key() == leaf.public_key()
 
     p12 = pkcs12.load_pkcs12(body("keystore.p12"), b"s3cret-pass")
     assert p12.cert is not None and p12.cert.certificate == leaf
-    assert p12.key is not None and p12.key.public_key() == leaf.public_key()  # type: ignore[comparison-overlap]
+    assert p12.key is not None and p12.key.public_key() == leaf.public_key()
     with pytest.raises(ValueError):
         pkcs12.load_pkcs12(body("keystore.p12"), b"wrong")
     trust = pkcs12.load_pkcs12(body("truststore.p12"), b"s3cret-pass")
@@ -170,7 +171,7 @@ def test_every_format_parses() -> None:
     assert entry.is_decrypted()
     assert x509.load_der_x509_certificate(entry.cert_chain[0][1]) == leaf
     jks_key = serialization.load_der_private_key(entry.pkey_pkcs8, None)
-    assert jks_key.public_key() == leaf.public_key()  # type: ignore[comparison-overlap]
+    assert jks_key.public_key() == leaf.public_key()
     truststore = jks.KeyStore.loads(body("truststore.jks"), "s3cret-pass")
     assert x509.load_der_x509_certificate(truststore.certs["ca"].cert) == ca
 
@@ -217,8 +218,55 @@ def test_last_use_is_written_at_most_once_a_minute() -> None:
     assert used is not None
     assert _get(text, "/download/web/tls.crt").status_code == 200
     assert DownloadToken.objects.get(pk=token.pk).last_used_at == used
-    DownloadToken.objects.filter(pk=token.pk).update(
-        last_used_at=used - timezone.timedelta(minutes=2)
-    )
+    DownloadToken.objects.filter(pk=token.pk).update(last_used_at=used - timedelta(minutes=2))
     assert _get(text, "/download/web/tls.crt").status_code == 200
-    assert DownloadToken.objects.get(pk=token.pk).last_used_at > used - timezone.timedelta(minutes=1)  # type: ignore[operator]
+    later = DownloadToken.objects.get(pk=token.pk).last_used_at
+    assert later is not None and later >= used  # written again: the last one was 2 min old
+
+
+def test_the_kubernetes_secret_export_carries_cert_managers_extra_keys() -> None:
+    from issuance.kube.secrets import secret_body
+    from issuance.specs.secrets import SecretRefError
+
+    cert = _issued(
+        additionalOutputFormats=[{"type": "CombinedPEM"}, {"type": "DER"}],
+        keystores={"pkcs12": KEYSTORES["pkcs12"]},
+    )
+    stored = _secret(cert)
+    with pytest.raises(SecretRefError):  # the password Secret is missing: the export fails
+        secret_body(cert, stored, "default", "web-tls")
+    opaque = Secret(name="p12-pass", type="Opaque")
+    opaque.tls_key = '{"password": "kube-pass"}'
+    opaque.save()
+    data = secret_body(cert, stored, "default", "web-tls")["data"]
+    assert sorted(data) == sorted(
+        [
+            "tls.crt",
+            "tls.key",
+            "ca.crt",
+            "tls-combined.pem",
+            "key.der",
+            "keystore.p12",
+            "truststore.p12",
+        ]
+    )
+    p12 = pkcs12.load_pkcs12(base64.b64decode(data["keystore.p12"]), b"kube-pass")
+    assert p12.key is not None
+    combined = base64.b64decode(data["tls-combined.pem"])
+    assert combined.startswith(stored.tls_key.rstrip("\n").encode())
+    assert base64.b64decode(data["tls.crt"]).decode() in combined.decode()
+
+
+def test_the_spec_stores_output_formats_and_keystores() -> None:
+    from issuance.specs.certificate import validate_certificate_spec
+
+    spec = {
+        "dnsNames": ["web.example.test"],
+        "issuerRef": {"name": "ca"},
+        "additionalOutputFormats": [{"type": "DER"}, {"type": "CombinedPEM"}],
+        "keystores": {**KEYSTORES, "pkcs12": {**KEYSTORES["pkcs12"], "profile": "Modern2023"}},
+    }
+    out = validate_certificate_spec("web", spec, issuer_exists=None)
+    assert out["additionalOutputFormats"] == [{"type": "DER"}, {"type": "CombinedPEM"}]
+    assert out["keystores"]["pkcs12"]["profile"] == "Modern2023"
+    assert out["keystores"]["jks"] == KEYSTORES["jks"]
