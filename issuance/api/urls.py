@@ -9,6 +9,7 @@ from rest_framework.routers import DefaultRouter
 from issuance.api.certificaterequests import CertificateRequestViewSet
 from issuance.api.certificates import CertificateViewSet
 from issuance.api.challenges import ChallengeViewSet
+from issuance.api.downloadtokens import DownloadTokenViewSet
 from issuance.api.errors import not_found
 from issuance.api.events import EventViewSet
 from issuance.api.issuers import IssuerViewSet
@@ -24,6 +25,7 @@ router.register("certificaterequests", CertificateRequestViewSet, basename="cert
 router.register("orders", OrderViewSet, basename="order")
 router.register("challenges", ChallengeViewSet, basename="challenge")
 router.register("events", EventViewSet, basename="event")
+router.register("downloadtokens", DownloadTokenViewSet, basename="downloadtoken")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/scheduler/", SchedulerView.as_view(), name="api-scheduler"),
