@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status
@@ -47,20 +48,24 @@ class DownloadTokenCreatedSerializer(DownloadTokenSerializer):
 
 
 class DownloadTokenCreateSerializer(StrictSerializer):
-    name = StrictCharField(max_length=NAME_MAX, help_text="What or who uses it.")
-    certificate = StrictCharField(
-        required=False, allow_blank=True, max_length=253, help_text="One certificate's name."
+    name = StrictCharField(
+        max_length=NAME_MAX,
+        trim_whitespace=False,
+        validators=[RegexValidator(r"^[^\x00-\x1f\x7f\s][^\x00-\x1f\x7f]*$")],
+        help_text="What or who uses it (no control characters).",
     )
-    namePattern = StrictCharField(
-        required=False,
-        allow_blank=True,
+    certificate = StrictCharField(
         max_length=PATTERN_MAX,
-        help_text="Or a glob on certificate names (e.g. web-*): exactly one of the two.",
+        trim_whitespace=False,
+        validators=[RegexValidator(r"^[-a-z0-9.*?\[\]]+$")],
+        help_text="A certificate's name, or a glob on names (with *, ? or [...], e.g. web-*): "
+        "the token reads that certificate, or every certificate whose name matches.",
     )
     keystorePassword = StrictCharField(
         required=False,
         allow_blank=True,
         max_length=PASSWORD_MAX,
+        trim_whitespace=False,
         help_text="PKCS#12/JKS password for this token (else the spec's passwordSecretRef).",
     )
 
@@ -86,15 +91,21 @@ class DownloadTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Api
         )
 
     @extend_schema(
-        request=DownloadTokenCreateSerializer, responses={201: DownloadTokenCreatedSerializer}
+        request=DownloadTokenCreateSerializer,
+        responses={201: DownloadTokenCreatedSerializer},
     )
     def create(self, request: Request) -> Response:
         body = DownloadTokenCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        cert = None
-        if data.get("certificate"):
-            cert = Certificate.objects.filter(name=data["certificate"]).first()
+        target: str = data["certificate"]
+        if "\n" in target:  # `$` in the validator's regex lets one trailing newline through
+            raise serializers.ValidationError({"certificate": ["must be one line"]})
+        cert, pattern = None, ""
+        if any(c in target for c in "*?["):
+            pattern = target
+        else:
+            cert = Certificate.objects.filter(name=target).first()
             if cert is None:
                 raise serializers.ValidationError({"certificate": ["unknown certificate"]})
         try:
@@ -103,7 +114,7 @@ class DownloadTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Api
                     data["name"],
                     actor=str(request.user.get_username()),
                     certificate=cert,
-                    name_pattern=data.get("namePattern", ""),
+                    name_pattern=pattern,
                     keystore_password=data.get("keystorePassword", ""),
                 )
         except TokenError as exc:

@@ -68,8 +68,9 @@ def create_download_token(
 
 def revoke_download_token(token_id: int, *, actor: str) -> DownloadToken:
     with transaction.atomic():
+        # of=self: PostgreSQL cannot lock the nullable side of the outer join.
         token = (
-            DownloadToken.objects.select_for_update()
+            DownloadToken.objects.select_for_update(of=("self",))
             .select_related("certificate")
             .filter(pk=token_id)
             .first()

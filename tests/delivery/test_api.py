@@ -47,18 +47,20 @@ def test_create_shows_the_token_once(operator: APIClient) -> None:
 
 def test_create_errors_name_the_field(operator: APIClient) -> None:
     unknown = operator.post(URL, {"name": "x", "certificate": "nope"}, format="json")
-    assert unknown.status_code == 400 and "certificate" in unknown.json()
-    both = operator.post(
-        URL, {"name": "x", "certificate": "web", "namePattern": "w*"}, format="json"
-    )
-    assert both.status_code == 400 and "one of" in str(both.json())
-    extra = operator.post(URL, {"name": "x", "namePattern": "w*", "admin": True}, format="json")
+    assert unknown.status_code == 400 and unknown.json()["certificate"] == ["unknown certificate"]
+    bad = operator.post(URL, {"name": "x", "certificate": "Web/../x"}, format="json")
+    assert bad.status_code == 400 and "certificate" in bad.json()
+    control = operator.post(URL, {"name": "a\x00b", "certificate": "web"}, format="json")
+    assert control.status_code == 400 and "name" in control.json()
+    number = operator.post(URL, {"name": 5, "certificate": "web"}, format="json")
+    assert number.status_code == 400 and "name" in number.json()
+    extra = operator.post(URL, {"name": "x", "certificate": "w*", "admin": True}, format="json")
     assert extra.status_code == 400 and "admin" in extra.json()
     assert not DownloadToken.objects.exists()
 
 
 def test_revoke_stops_downloads(operator: APIClient) -> None:
-    created = operator.post(URL, {"name": "fleet", "namePattern": "web*"}, format="json").json()
+    created = operator.post(URL, {"name": "fleet", "certificate": "web*"}, format="json").json()
     revoked = operator.post(f"{URL}{created['id']}/revoke/")
     assert revoked.status_code == 200 and revoked.json()["revokedAt"] is not None
     answer = Client().get(
