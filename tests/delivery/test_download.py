@@ -270,3 +270,19 @@ def test_the_spec_stores_output_formats_and_keystores() -> None:
     assert out["additionalOutputFormats"] == [{"type": "DER"}, {"type": "CombinedPEM"}]
     assert out["keystores"]["pkcs12"]["profile"] == "Modern2023"
     assert out["keystores"]["jks"] == KEYSTORES["jks"]
+
+
+def test_a_download_is_a_constant_number_of_queries() -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    cert = _issued(keystores={"jks": KEYSTORES["jks"]})
+    _, text = create_download_token("web1", actor="a", certificate=cert, keystore_password="pw")
+    counts = []
+    for name in ("tls.crt", "tls.key", "keystore.jks", "tls.crt"):
+        with CaptureQueriesContext(connection) as ctx:
+            assert _get(text, f"/download/web/{name}").status_code == 200
+        counts.append(len(ctx.captured_queries))
+    # token + last use (first request only) + certificate + secret + the event
+    assert counts[0] <= 6, counts
+    assert counts[1] == counts[2] == counts[3] == counts[0] - 1, counts
