@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from console.metrics import metrics_view
+from issuance.delivery.views import download
 from issuance.issuers.crl import crl_view
 from issuance.solvers.http01_views import acme_challenge
 
@@ -15,6 +16,8 @@ urlpatterns = [
     path(".well-known/acme-challenge/<str:token>", acme_challenge, name="acme-challenge"),
     # Public, like the HTTP-01 answers: relying parties fetch CRLs without an account.
     path("crl/<str:name>.crl", crl_view, name="crl"),
+    # Scoped download tokens only (issuance/delivery/views.py); the agent fetches here.
+    path("download/<str:name>/<str:filename>", download, name="download"),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),
     path("api/v1/bootstrap/", include("issuance.bootstrap.urls")),

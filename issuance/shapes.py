@@ -115,6 +115,29 @@ class RenewalSpec(TypedDict, total=False):
     windows: list[RenewalWindow]
 
 
+class OutputFormat(TypedDict):
+    """cert-manager's CertificateAdditionalOutputFormat."""
+
+    type: str  # CombinedPEM | DER
+
+
+class Pkcs12Keystore(TypedDict, total=False):
+    create: Required[bool]
+    passwordSecretRef: SecretKeySelector
+    profile: str  # LegacyRC2 | LegacyDES | Modern2023
+
+
+class JksKeystore(TypedDict, total=False):
+    create: Required[bool]
+    passwordSecretRef: SecretKeySelector
+    alias: str
+
+
+class KeystoresSpec(TypedDict, total=False):
+    pkcs12: Pkcs12Keystore
+    jks: JksKeystore
+
+
 class CertificateSpec(CertificateNames, total=False):
     """A Certificate's spec as `validate_certificate_spec` stores it. `duration` (default
     2160h) and `issuerRef` are always set by it too."""
@@ -131,6 +154,8 @@ class CertificateSpec(CertificateNames, total=False):
     encodeUsagesInRequest: bool
     secretExport: SecretExportRef
     renewal: RenewalSpec
+    additionalOutputFormats: list[OutputFormat]
+    keystores: KeystoresSpec
 
 
 # -- Issuer ---------------------------------------------------------------------------------

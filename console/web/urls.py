@@ -11,6 +11,7 @@ from console.web import (
     certificates,
     challenges,
     dashboard,
+    downloads,
     issuer_edit,
     issuers,
     orders,
@@ -37,6 +38,17 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("certificates/<str:name>/", certificates.certificate_detail, name="certificate-detail"),
     path("certificates/<str:name>/renew/", certificates.force_renew, name="certificate-renew"),
     path("certificates/<str:name>/revoke/", certificates.revoke, name="certificate-revoke"),
+    # Scoped download tokens for one certificate (console/web/downloads.py).
+    path(
+        "certificates/<str:name>/downloads/",
+        downloads.download_tokens,
+        name="certificate-downloads",
+    ),
+    path(
+        "certificates/<str:name>/downloads/<int:pk>/revoke/",
+        downloads.download_token_revoke,
+        name="certificate-download-revoke",
+    ),
     path(
         "partials/certificates/",
         certificates.certificate_list_partial,

@@ -9,6 +9,7 @@ from rest_framework.routers import DefaultRouter
 from issuance.api.certificaterequests import CertificateRequestViewSet
 from issuance.api.certificates import CertificateViewSet
 from issuance.api.challenges import ChallengeViewSet
+from issuance.api.downloadtokens import DownloadTokenViewSet
 from issuance.api.errors import not_found
 from issuance.api.events import EventViewSet
 from issuance.api.issuancewebhooks import IssuanceWebhookViewSet, WebhookDeliveryViewSet
@@ -28,6 +29,7 @@ router.register("events", EventViewSet, basename="event")
 # issuance-webhooks
 router.register("issuance-webhooks", IssuanceWebhookViewSet, basename="issuancewebhook")
 router.register("issuance-webhook-deliveries", WebhookDeliveryViewSet, basename="webhookdelivery")
+router.register("downloadtokens", DownloadTokenViewSet, basename="downloadtoken")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/scheduler/", SchedulerView.as_view(), name="api-scheduler"),

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from issuance import events
 from issuance.backoff import error_backoff
+from issuance.delivery.formats import KeyPair, secret_extras
 from issuance.kube.client import ApiException, KubeApi, Obj
 from issuance.models import Certificate, Event, Secret, SecretExport
 
@@ -75,6 +76,9 @@ def secret_body(cert: Certificate, stored: Secret, namespace: str, name: str) ->
     def b64(text: str) -> str:
         return base64.b64encode(text.encode()).decode()
 
+    # additionalOutputFormats and keystores: the keys cert-manager writes for them.
+    extras = secret_extras(KeyPair(stored.tls_crt, stored.tls_key, stored.ca_crt), cert.typed_spec)
+
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -93,6 +97,7 @@ def secret_body(cert: Certificate, stored: Secret, namespace: str, name: str) ->
             "tls.crt": b64(stored.tls_crt),
             "tls.key": b64(stored.tls_key),
             "ca.crt": b64(stored.ca_crt),
+            **{key: base64.b64encode(value).decode() for key, value in extras.items()},
         },
     }
 
@@ -156,11 +161,12 @@ def export(api: KubeApi, cert: Certificate, record: SecretExport) -> bool:
         return False  # the issuing controller has not stored the key pair yet
     if not _claim(record):
         return False
-    body = secret_body(cert, stored, record.namespace, record.name)
     now = timezone.now()
     try:
+        # Inside: a keystore whose password Secret is missing fails the export (LookupError).
+        body = secret_body(cert, stored, record.namespace, record.name)
         _, conflicts = write_secret(api, body)
-    except (ApiException, ValueError, OSError) as exc:
+    except (ApiException, ValueError, LookupError, OSError) as exc:
         record.attempts += 1
         delay: timedelta = error_backoff(record.attempts)
         record.next_attempt_at = now + delay

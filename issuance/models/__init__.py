@@ -13,6 +13,7 @@ from issuance.models.challenge import (
     ChallengeState,
     ChallengeType,
 )
+from issuance.models.downloadtoken import DownloadToken
 from issuance.models.event import Event
 from issuance.models.issuancewebhook import (
     DeliveryEvent,
@@ -47,6 +48,7 @@ __all__ = [
     "ChallengeType",
     "DeliveryEvent",
     "DeliveryState",
+    "DownloadToken",
     "Event",
     "ImmutableSpecError",
     "IssuanceWebhook",

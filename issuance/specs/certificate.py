@@ -39,6 +39,7 @@ from issuance.specs.names import (
     normalize_uris,
 )
 from issuance.specs.outcome import Applied, Outcome, changed_fields
+from issuance.specs.outputs import validate_keystores, validate_output_formats
 from issuance.specs.renewal import validate_renewal
 from issuance.worker.wakeup import notify_workers, wake
 
@@ -66,11 +67,11 @@ FIELDS = (
     "encodeUsagesInRequest",
     "secretExport",  # extension: also write the key pair to a Kubernetes Secret
     "renewal",  # cert-manager 1.21: policy and renewal windows (specs/renewal.py)
+    "additionalOutputFormats",  # offered for download (specs/outputs.py)
+    "keystores",
 )
 UNSUPPORTED = {
-    "keystores": "JKS/PKCS#12 keystores are not produced; the key pair is stored as PEM",
     "secretTemplate": "stored secrets have no labels or annotations",
-    "additionalOutputFormats": "only tls.crt, tls.key and ca.crt are stored",
     "otherNames": "otherName SANs are not supported",
     "literalSubject": "use commonName and subject instead",
     "nameConstraints": "name constraints are not supported",
@@ -366,6 +367,13 @@ def _options(obj: dict[str, Any], path: str, errors: Errors, out: CertificateSpe
         renewal = validate_renewal(obj["renewal"], f"{path}.renewal", errors)
         if renewal:
             out["renewal"] = renewal
+    formats = validate_output_formats(obj, path, errors)
+    if formats:
+        out["additionalOutputFormats"] = formats
+    if obj.get("keystores") is not None:
+        keystores = validate_keystores(obj["keystores"], f"{path}.keystores", errors)
+        if keystores:
+            out["keystores"] = keystores
 
 
 def check_name(name: Any, path: str = "name") -> str:

@@ -102,7 +102,8 @@ CERTIFICATE_CASES = [
     ("usage", {"usages": ["server auth", "world domination"]}, "spec.usages[1]", "unknown usage"),
     ("common-name", {"commonName": "c" * 65}, "spec.commonName", "64"),
     ("history", {"revisionHistoryLimit": 0}, "spec.revisionHistoryLimit", "at least 1"),
-    ("unsupported-field", {"keystores": {"jks": {}}}, "spec.keystores", "unsupported field"),
+    ("unsupported-field", {"otherNames": []}, "spec.otherNames", "unsupported field"),
+    ("keystore", {"keystores": {"jks": {}}}, "spec.keystores.jks.create", "is required"),
     ("secret-name", {"secretName": "Not_Valid"}, "spec.secretName", "lowercase"),
     ("no-names", {"dnsNames": []}, "spec", "at least one of"),
     # null is no value: a required field given as null is missing, not skipped

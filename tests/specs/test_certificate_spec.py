@@ -100,7 +100,20 @@ def test_defaults_and_normalization() -> None:
         ({"subject": {"countries": ["Germany"]}}, "spec.subject.countries[0]"),
         ({"subject": {"title": "x"}}, "spec.subject.title"),
         ({"secretTemplate": {"labels": {}}}, "spec.secretTemplate"),
-        ({"additionalOutputFormats": []}, "spec.additionalOutputFormats"),
+        ({"additionalOutputFormats": [{"type": "JKS"}]}, "spec.additionalOutputFormats[0].type"),
+        ({"keystores": {"jks": {"create": True}}}, "spec.keystores.jks.passwordSecretRef"),
+        (
+            {
+                "keystores": {
+                    "pkcs12": {
+                        "create": True,
+                        "passwordSecretRef": {"name": "p", "key": "k"},
+                        "profile": "Old",
+                    }
+                }
+            },
+            "spec.keystores.pkcs12.profile",
+        ),
         ({"emailAddresses": ["not-an-email"]}, "spec.emailAddresses[0]"),
         ({"uris": ["no scheme"]}, "spec.uris[0]"),
         ({"secretExport": {"namespace": "default"}}, "spec.secretExport.name"),

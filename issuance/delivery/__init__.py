@@ -1,0 +1,1 @@
+"""Getting key pairs onto servers: scoped download tokens, output formats, the download view."""
