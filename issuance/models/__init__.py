@@ -16,6 +16,13 @@ from issuance.models.challenge import (
 from issuance.models.event import Event
 from issuance.models.issuer import Issuer, IssuerKind
 from issuance.models.kubecsr import KubeCSR
+from issuance.models.notification import (
+    DeliveryState,
+    Notification,
+    NotificationChannel,
+    NotificationCondition,
+    NotificationRule,
+)
 from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
 from issuance.models.owner import certificate_name_of
 from issuance.models.revocation import REASONS, Revocation, RevocationState
@@ -39,12 +46,17 @@ __all__ = [
     "Challenge",
     "ChallengeState",
     "ChallengeType",
+    "DeliveryState",
     "Event",
     "ImmutableSpecError",
     "Issuer",
     "IssuerKind",
     "ItemState",
     "KubeCSR",
+    "Notification",
+    "NotificationChannel",
+    "NotificationCondition",
+    "NotificationRule",
     "Order",
     "OrderState",
     "RequestState",
