@@ -12,6 +12,7 @@ from issuance.api.challenges import ChallengeViewSet
 from issuance.api.errors import not_found
 from issuance.api.events import EventViewSet
 from issuance.api.issuers import IssuerViewSet
+from issuance.api.notifications import NotificationChannelViewSet
 from issuance.api.orders import OrderViewSet
 from issuance.api.scheduler import SchedulerView
 from issuance.api.stats import StatsView
@@ -24,6 +25,9 @@ router.register("certificaterequests", CertificateRequestViewSet, basename="cert
 router.register("orders", OrderViewSet, basename="order")
 router.register("challenges", ChallengeViewSet, basename="challenge")
 router.register("events", EventViewSet, basename="event")
+router.register(
+    "notification-channels", NotificationChannelViewSet, basename="notification-channel"
+)
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/scheduler/", SchedulerView.as_view(), name="api-scheduler"),

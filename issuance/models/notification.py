@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from issuance.models.base import validate_resource_name
 from issuance.pki.encryption import decrypt_text, encrypt_text
 
 
@@ -35,7 +36,7 @@ class DeliveryState(models.TextChoices):
 
 
 class NotificationChannel(models.Model):
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=253, unique=True, validators=[validate_resource_name])
     url_ciphertext = models.TextField()
     # What may be shown after saving: the scheme and a masked host (e.g. "mailto://ma***").
     url_hint = models.CharField(max_length=64, blank=True, default="")
@@ -75,7 +76,7 @@ class NotificationChannel(models.Model):
 
 
 class NotificationRule(models.Model):
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=253, unique=True, validators=[validate_resource_name])
     channel = models.ForeignKey(NotificationChannel, on_delete=models.CASCADE, related_name="rules")
     condition = models.CharField(max_length=32, choices=NotificationCondition.choices)
     # Days (expiring), minutes (approval waiting); unused by the other conditions.

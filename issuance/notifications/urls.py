@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import urlsplit
 
 import apprise
+
+# apprise logs the URLs it parses at DEBUG (user names, hosts, tokens in paths): keep its
+# logger above that, whatever the root level.
+logging.getLogger("apprise").setLevel(logging.WARNING)
 
 # Our own kind: a JSON POST signed with issuance.signing (the secret is kept with the channel).
 WEBHOOK_PREFIX = "webhook+"
@@ -40,5 +45,6 @@ def validation_error(url: str) -> str | None:
 def mask(url: str) -> str:
     """'mailto://sm***' style: the scheme and the first two characters of the host."""
     scheme, _, rest = url.partition("://")
-    host = rest.rsplit("@", 1)[-1].split("/", 1)[0].split("?", 1)[0].split(":", 1)[0]
+    authority = rest.split("/", 1)[0].split("?", 1)[0]
+    host = authority.rsplit("@", 1)[-1].split(":", 1)[0]
     return f"{scheme[:20]}://{host[:2]}***" if host else f"{scheme[:20]}://***"
