@@ -13,6 +13,7 @@ from console.web import (
     dashboard,
     issuer_edit,
     issuers,
+    notifications,
     orders,
     policy,
     requests,
@@ -100,4 +101,22 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("account/tokens/", tokens.token_list, name="tokens"),
     path("account/tokens/new/", tokens.token_create, name="token-create"),
     path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
+    # notifications: channels, rules, deliveries
+    path("notifications/", notifications.notification_page, name="notifications"),
+    path("notifications/channels/new/", notifications.channel_create, name="channel-create"),
+    path(
+        "notifications/channels/<str:name>/test/", notifications.channel_test, name="channel-test"
+    ),
+    path(
+        "notifications/channels/<str:name>/toggle/",
+        notifications.channel_toggle,
+        name="channel-toggle",
+    ),
+    path(
+        "notifications/channels/<str:name>/delete/",
+        notifications.channel_delete,
+        name="channel-delete",
+    ),
+    path("notifications/rules/new/", notifications.rule_create, name="rule-create"),
+    path("notifications/rules/<int:pk>/delete/", notifications.rule_delete, name="rule-delete"),
 ]

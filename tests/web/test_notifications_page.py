@@ -1,0 +1,77 @@
+"""The Notifications page: every role reads it, only admins change channels and rules; the
+channel URL is never rendered after saving."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.test import Client
+
+from issuance.models import (
+    Notification,
+    NotificationChannel,
+    NotificationCondition,
+    NotificationRule,
+)
+
+pytestmark = pytest.mark.django_db
+URL = "json://hooks.example.com/secret-path-token"
+
+
+def add_channel(client: Client, **fields: object) -> int:
+    data = {"name": "ops", "url": URL, "rate_limit_per_hour": 20, "digest_hour": ""}
+    data.update(fields)
+    return client.post("/notifications/channels/new/", data).status_code
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", "approver"])
+def test_readers_see_the_page_but_cannot_change_it(
+    client_for: Callable[[str | None], Client], role: str
+) -> None:
+    NotificationChannel.objects.create(name="ops", url_ciphertext="x", url_hint="json://ho***")
+    client = client_for(role)
+    page = client.get("/notifications/")
+    assert page.status_code == 200
+    assert b"json://ho***" in page.content
+    assert b"new-channel-form" not in page.content
+    assert b"Send a test" not in page.content
+    assert add_channel(client, name="other") == 403
+    assert client.post("/notifications/channels/ops/test/").status_code == 403
+    assert client.post("/notifications/channels/ops/delete/").status_code == 403
+    assert not Notification.objects.exists()
+    assert NotificationChannel.objects.count() == 1
+
+
+def test_anonymous_goes_to_login(client_for: Callable[[str | None], Client]) -> None:
+    response = client_for(None).get("/notifications/")
+    assert response.status_code == 302
+    assert "/login/" in response["Location"]
+
+
+def test_admin_adds_a_channel_a_rule_and_sends_a_test(
+    client_for: Callable[[str | None], Client],
+) -> None:
+    admin = client_for("admin")
+    bad = admin.post(
+        "/notifications/channels/new/",
+        {"name": "ops", "url": "nosuch://x", "rate_limit_per_hour": 20},
+    )
+    assert bad.status_code == 400
+    assert b"apprise does not accept" in bad.content
+    assert add_channel(admin) == 302
+    page = admin.get("/notifications/")
+    assert b"secret-path-token" not in page.content
+    assert b"json://ho***" in page.content
+    rule = admin.post(
+        "/notifications/rules/new/",
+        {"name": "failures", "channel": "ops", "condition": "issuance_failed", "threshold": ""},
+    )
+    assert rule.status_code == 302
+    assert NotificationRule.objects.get().condition == NotificationCondition.ISSUANCE_FAILED
+    assert admin.post("/notifications/channels/ops/test/").status_code == 302
+    test = Notification.objects.get()
+    assert test.condition == NotificationCondition.TEST
+    assert b"Issuance Console: test message" in admin.get("/notifications/").content
+    assert admin.post("/notifications/channels/ops/toggle/").status_code == 302
+    assert NotificationChannel.objects.get().enabled is False
