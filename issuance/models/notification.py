@@ -113,6 +113,7 @@ class Notification(models.Model):
     next_attempt_at = models.DateTimeField(default=timezone.now)
     last_error = models.TextField(blank=True, default="")
     sent_at = models.DateTimeField(null=True, blank=True)
+    attempted_at = models.DateTimeField(null=True, blank=True)  # the last attempt
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import Min, Q
 from django.utils import timezone
 
+from issuance import publish
 from issuance.models import (
     DeliveryState,
     Notification,
@@ -116,6 +117,7 @@ def _attempt(row: Notification, now: datetime) -> bool:
     try:
         send.send(channel.url, channel.secret, message)
     except send.SendError as exc:
+        row.attempted_at = now
         row.attempts += 1
         row.last_error = str(exc)[:1000]
         if row.attempts > len(RETRY_DELAYS):
@@ -130,13 +132,20 @@ def _attempt(row: Notification, now: datetime) -> bool:
             row.attempts,
             row.last_error,
         )
-        row.save(update_fields=["attempts", "last_error", "state", "next_attempt_at"])
+        row.save(
+            update_fields=["attempts", "last_error", "state", "next_attempt_at", "attempted_at"]
+        )
+        publish.bulk_updated("Notification")  # the dashboard's delivery failures card
         return False
+    recovered = bool(row.last_error)
+    row.attempted_at = now
     row.attempts += 1
     row.state = DeliveryState.SENT
     row.sent_at = now
     row.last_error = ""
-    row.save(update_fields=["attempts", "state", "sent_at", "last_error"])
+    row.save(update_fields=["attempts", "state", "sent_at", "last_error", "attempted_at"])
+    if recovered:
+        publish.bulk_updated("Notification")
     return True
 
 

@@ -4,9 +4,12 @@ channel URL is never rendered after saving."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from issuance.models import (
     Notification,
@@ -75,3 +78,53 @@ def test_admin_adds_a_channel_a_rule_and_sends_a_test(
     assert b"Issuance Console: test message" in admin.get("/notifications/").content
     assert admin.post("/notifications/channels/ops/toggle/").status_code == 302
     assert NotificationChannel.objects.get().enabled is False
+
+
+def test_dashboard_card_counts_failed_deliveries_and_shows_the_latest_error(
+    client_for: Callable[[str | None], Client],
+) -> None:
+    channel = NotificationChannel.objects.create(name="ops", url_ciphertext="x", url_hint="h")
+    viewer = client_for("viewer")
+    empty = viewer.get("/partials/dashboard/notifications/")
+    assert b"Every notification was delivered." in empty.content
+    now = timezone.now()
+    for i, state in enumerate(["retrying", "failed", "sent"]):
+        Notification.objects.create(
+            channel=channel,
+            condition="issuance_failed",
+            subject=f"Certificate/c{i}",
+            instance="1",
+            title=f"Issuance failed: c{i}",
+            body="b",
+            state=state,
+            last_error=f"HTTP 50{i} error" if state != "sent" else "",
+            attempted_at=now - timedelta(minutes=10 - i),
+        )
+    card = viewer.get("/partials/dashboard/notifications/").content.decode()
+    assert '<strong id="notify-failures">2</strong>' in card
+    assert "HTTP 501 error" in card  # the latest failure
+    assert "Issuance failed: c1" in card
+    assert 'id="dash-notifications"' in viewer.get("/").content.decode()
+
+
+def test_page_queries_do_not_grow_with_deliveries(
+    client_for: Callable[[str | None], Client],
+    django_assert_max_num_queries: Any,
+) -> None:
+    channel = NotificationChannel.objects.create(name="ops", url_ciphertext="x", url_hint="h")
+    NotificationRule.objects.create(name="r", channel=channel, condition="expiring")
+    admin = client_for("admin")
+    admin.get("/notifications/")
+    Notification.objects.bulk_create(
+        Notification(
+            channel=channel,
+            condition="expiring",
+            subject=f"Certificate/c{i}",
+            instance="1",
+            title="t",
+            body="b",
+        )
+        for i in range(40)
+    )
+    with django_assert_max_num_queries(12):
+        assert admin.get("/notifications/").status_code == 200
