@@ -33,7 +33,7 @@ def rule(condition: str, **fields: object) -> NotificationRule:
         name=f"r{NotificationRule.objects.count()}",
         channel=channel,
         condition=condition,
-        **fields,  # type: ignore[arg-type]
+        **fields,
     )
 
 
