@@ -42,6 +42,8 @@ RATE_WINDOW = timedelta(hours=1)
 # Deliveries per pass (each bounded by send.SEND_TIMEOUT).
 BATCH = 50
 DIGEST_MAX_LINES = 100
+# A row being sent is not due again before this (longer than send.SEND_TIMEOUT).
+CLAIM_FOR = timedelta(minutes=5)
 
 
 def record(rules: Iterable[NotificationRule], now: datetime) -> int:
@@ -113,7 +115,7 @@ def _sent_in_window(channel: NotificationChannel, now: datetime) -> tuple[int, d
 
 def _attempt(row: Notification, now: datetime) -> bool:
     channel = row.channel
-    message = send.Message(row.title, row.body, row.condition, row.subject)
+    message = send.Message(row.title, row.body, row.condition, row.subject, row.pk)
     try:
         send.send(channel.url, channel.secret, message)
     except send.SendError as exc:
@@ -175,10 +177,22 @@ def deliver_due(now: datetime | None = None) -> int:
             row.next_attempt_at = (first_sent or now) + RATE_WINDOW
             row.save(update_fields=["next_attempt_at"])
             continue
+        if not _claim(row, now):
+            continue  # another worker process took it
         attempted += 1
         if _attempt(row, now):
             budget[channel.pk] -= 1
     return attempted
+
+
+def _claim(row: Notification, now: datetime) -> bool:
+    """Take the row for this send (compare-and-set on its due time), so that two worker
+    processes never send it both; if this process dies mid-send, the row is due again after
+    CLAIM_FOR (at least once: webhook receivers get the notification's id to drop repeats)."""
+    taken = Notification.objects.filter(
+        pk=row.pk, state=row.state, next_attempt_at=row.next_attempt_at
+    ).update(next_attempt_at=now + CLAIM_FOR)
+    return taken == 1
 
 
 def _make_digests(now: datetime) -> None:
@@ -186,7 +200,7 @@ def _make_digests(now: datetime) -> None:
     channels = NotificationChannel.objects.filter(enabled=True, digest_hour__isnull=False)
     for channel in channels:
         assert channel.digest_hour is not None
-        if now.hour < channel.digest_hour:
+        if now.astimezone(UTC).hour < channel.digest_hour:
             continue
         today = now.astimezone(UTC).date()
         if (
@@ -195,13 +209,18 @@ def _make_digests(now: datetime) -> None:
         ):
             continue
         with transaction.atomic():
+            # Locked and read again: another worker process may have made today's digest.
+            locked = NotificationChannel.objects.select_for_update().get(pk=channel.pk)
+            last = locked.last_digest_at
+            if last is not None and last.astimezone(UTC).date() >= today:
+                continue
             held = list(
                 Notification.objects.select_for_update()
                 .filter(channel=channel, state=DeliveryState.DIGEST)
                 .order_by("created_at", "pk")
             )
-            channel.last_digest_at = now
-            channel.save(update_fields=["last_digest_at"])
+            locked.last_digest_at = now
+            locked.save(update_fields=["last_digest_at"])
             if not held:
                 continue
             lines = [f"- {row.title}: {row.body}" for row in held[:DIGEST_MAX_LINES]]

@@ -25,6 +25,7 @@ class Message:
     body: str
     condition: str
     subject: str
+    id: int  # the Notification's id: the same on a repeat (sends are at least once)
 
 
 class SendError(Exception):
@@ -50,7 +51,8 @@ def _apprise(url: str, message: Message) -> None:
 
 
 def _webhook(url: str, secret: str, message: Message) -> None:
-    payload = {
+    payload: dict[str, object] = {
+        "id": message.id,
         "title": message.title,
         "body": message.body,
         "condition": message.condition,

@@ -3,6 +3,7 @@ aiosmtpd server, and the signed JSON webhook into an http.server receiver."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -91,6 +92,7 @@ def test_signed_webhook_verified_by_the_receiver() -> None:
     assert not signing.verify(b"another key", post.body, post.headers)
     assert b"next retry at 2026-11-24T04:00:00+00:00" in post.body
     assert b'"condition":"backoff"' in post.body
+    assert json.loads(post.body)["id"] == Notification.objects.get().pk  # receivers dedup on it
 
 
 def test_one_message_per_condition_until_it_changes() -> None:
@@ -213,3 +215,15 @@ def test_a_hanging_receiver_never_stalls_the_worker_step(monkeypatch: pytest.Mon
     row = Notification.objects.get()
     assert row.state == DeliveryState.RETRYING
     assert "timed out" in row.last_error or "no answer" in row.last_error
+
+
+def test_a_row_is_claimed_by_one_sender_only() -> None:
+    ch = channel("json://127.0.0.1:9/never")
+    rule(ch)
+    failing()
+    deliver.detect_pass(NOW)
+    first = Notification.objects.get()
+    second = Notification.objects.get()  # another worker process read it too
+    assert deliver._claim(first, NOW) is True
+    assert deliver._claim(second, NOW) is False
+    assert Notification.objects.get().next_attempt_at == NOW + deliver.CLAIM_FOR
