@@ -56,6 +56,18 @@ class ChannelForm(forms.Form):
     )
 
 
+class ChannelEditForm(ChannelForm):
+    """The same fields; URL and secret blank means "keep" (they are never shown again)."""
+
+    name = None  # type: ignore[assignment]  # a channel keeps its name
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["url"].required = False
+        self.fields["url"].help_text = "Leave empty to keep the stored URL (not shown)."
+        self.fields["secret"].help_text = "Leave empty to keep the stored secret."
+
+
 class RuleForm(forms.Form):
     name = forms.CharField(max_length=100)
     channel = forms.ModelChoiceField(
@@ -149,6 +161,50 @@ def channel_create(request: HttpRequest) -> HttpResponse:
             return redirect("web:notifications")
     return render_page(
         request, "console/notifications.html", _context(request, channel_form=form), status=400
+    )
+
+
+@never_cache
+@admin_required
+def channel_edit(request: HttpRequest, name: str) -> HttpResponse:
+    channel = get_object_or_404(NotificationChannel, name=name)
+    status = 200
+    if request.method == "POST":
+        form = ChannelEditForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                channels.save(
+                    channel,
+                    name,
+                    channels.ChannelInput(
+                        url=data["url"] or None,
+                        secret=data["secret"] or None,
+                        rate_limit_per_hour=data["rate_limit_per_hour"],
+                        digest_hour=data["digest_hour"],
+                        digest_hour_set=True,
+                    ),
+                    request.user.get_username(),
+                )
+            except channels.ChannelError as exc:
+                for field, error in exc.errors.items():
+                    form.add_error(field if field in form.fields else None, error)
+            else:
+                messages.success(request, f"Channel {name} changed.")
+                return redirect("web:notifications")
+        status = 400
+    else:
+        form = ChannelEditForm(
+            initial={
+                "rate_limit_per_hour": channel.rate_limit_per_hour,
+                "digest_hour": channel.digest_hour,
+            }
+        )
+    return render_page(
+        request,
+        "console/notification_channel_edit.html",
+        {"channel": channel, "form": form},
+        status=status,
     )
 
 

@@ -108,6 +108,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "notifications/channels/<str:name>/test/", notifications.channel_test, name="channel-test"
     ),
     path(
+        "notifications/channels/<str:name>/edit/", notifications.channel_edit, name="channel-edit"
+    ),
+    path(
         "notifications/channels/<str:name>/toggle/",
         notifications.channel_toggle,
         name="channel-toggle",

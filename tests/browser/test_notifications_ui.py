@@ -52,6 +52,13 @@ def test_admin_adds_a_channel_and_sends_a_test(
         page.reload()
         assert page.locator("#delivery-table tr[data-state=sent]").count() == 1
         check_page(page, "notifications")
+        row.get_by_role("link", name="Edit").click()
+        page.wait_for_url("**/notifications/channels/ops-hook/edit/")
+        check_page(page, "notification-channel-edit")
+        page.fill("#id_rate_limit_per_hour", "5")
+        page.click("#edit-channel-form button[type=submit]")
+        page.wait_for_url("**/notifications/")
+        assert "5/h" in page.locator("tr[data-channel=ops-hook]").inner_text()
 
     viewer = new_page()
     login(viewer, "viewer")

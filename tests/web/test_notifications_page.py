@@ -128,3 +128,33 @@ def test_page_queries_do_not_grow_with_deliveries(
     )
     with django_assert_max_num_queries(12):
         assert admin.get("/notifications/").status_code == 200
+
+
+def test_admin_edits_a_channel_keeping_the_url_unless_given(
+    client_for: Callable[[str | None], Client],
+) -> None:
+    admin = client_for("admin")
+    assert add_channel(admin) == 302
+    form = admin.get("/notifications/channels/ops/edit/")
+    assert form.status_code == 200
+    assert b"secret-path-token" not in form.content
+    saved = admin.post(
+        "/notifications/channels/ops/edit/",
+        {"url": "", "secret": "", "rate_limit_per_hour": 7, "digest_hour": 6},
+    )
+    assert saved.status_code == 302
+    channel = NotificationChannel.objects.get()
+    assert (channel.url, channel.rate_limit_per_hour, channel.digest_hour) == (URL, 7, 6)
+    bad = admin.post(
+        "/notifications/channels/ops/edit/",
+        {"url": "nosuch://x", "rate_limit_per_hour": 7, "digest_hour": ""},
+    )
+    assert bad.status_code == 400
+    assert NotificationChannel.objects.get().url == URL
+    assert client_for("operator").get("/notifications/channels/ops/edit/").status_code == 403
+    assert (
+        client_for("operator")
+        .post("/notifications/channels/ops/edit/", {"rate_limit_per_hour": 1})
+        .status_code
+        == 403
+    )
