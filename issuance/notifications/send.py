@@ -43,7 +43,9 @@ def _apprise(url: str, message: Message) -> None:
     if not sender.add(_with_timeouts(url)):
         raise SendError("apprise no longer accepts the channel URL")
     # apprise logs failures itself but only returns False: collect its log for the reason.
-    with apprise.LogCapture(level=apprise.logging.WARNING) as logs:  # type: ignore[no-untyped-call]
+    with apprise.LogCapture(  # type: ignore[no-untyped-call]
+        level=apprise.logging.WARNING, fmt="%(message)s"
+    ) as logs:
         ok = sender.notify(title=message.title, body=message.body)
     if not ok:
         lines = [line for line in logs.getvalue().splitlines() if line.strip()]

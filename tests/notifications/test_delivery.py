@@ -227,3 +227,17 @@ def test_a_row_is_claimed_by_one_sender_only() -> None:
     assert deliver._claim(first, NOW) is True
     assert deliver._claim(second, NOW) is False
     assert Notification.objects.get().next_attempt_at == NOW + deliver.CLAIM_FOR
+
+
+def test_apprise_failure_reason_is_kept_without_the_url() -> None:
+    with http_receiver(status=500) as receiver:
+        ch = channel(f"json://127.0.0.1:{receiver.port}/secret-path-token")
+        rule(ch)
+        failing()
+        deliver.detect_pass(NOW)
+        deliver.deliver_due(NOW)
+    assert len(receiver.posts) == 1
+    row = Notification.objects.get()
+    assert row.state == DeliveryState.RETRYING
+    assert "500" in row.last_error
+    assert "secret-path-token" not in row.last_error
