@@ -7,12 +7,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import datetime
 
 from django.db import close_old_connections
 from django.db.models import Q
 from django.utils import timezone
 
-from issuance.models import DeliveryState, Notification, NotificationChannel
+from issuance.models import DeliveryState, Event, Notification, NotificationChannel
 from issuance.notifications import deliver
 
 log = logging.getLogger("issuance.notifications")
@@ -24,6 +25,10 @@ wake = threading.Event()
 _requested = threading.Event()
 
 _state = {"detected": 0.0, "delivered": 0.0}
+# Wall-clock time of the last detection: a Warning entry in the timeline after it (a failure,
+# a paused CA, an ARI move) brings the next detection forward (one indexed EXISTS query
+# every DELIVER_INTERVAL instead of waiting up to DETECT_INTERVAL).
+_seen: dict[str, datetime] = {}
 _sender: list[threading.Thread] = []
 
 
@@ -54,15 +59,25 @@ def _work_waiting() -> bool:
     return due.exists() or digests.exists()
 
 
+def _warnings_since_detection() -> bool:
+    since = _seen.get("detected")
+    if since is None:
+        return False
+    return Event.objects.filter(created_at__gt=since, type=Event.WARNING).exists()
+
+
 def step() -> bool:
     now = time.monotonic()
     urgent = _requested.is_set()
     _requested.clear()
     did = False
-    if urgent or now - _state["detected"] >= DETECT_INTERVAL:
+    periodic = now - _state["detected"] >= DETECT_INTERVAL
+    soon = now - _state["delivered"] >= DELIVER_INTERVAL
+    if urgent or periodic or (soon and _warnings_since_detection()):
         _state["detected"] = now
+        _seen["detected"] = timezone.now()
         did = deliver.detect_pass() > 0
-    if not (urgent or did or now - _state["delivered"] >= DELIVER_INTERVAL):
+    if not (urgent or did or soon):
         return did
     _state["delivered"] = now
     if (_sender and _sender[0].is_alive()) or not _work_waiting():

@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from issuance import signing
+from issuance import events, signing
 from issuance.models import (
     Certificate,
     DeliveryState,
+    Event,
     Issuer,
     Notification,
     NotificationChannel,
@@ -241,3 +242,21 @@ def test_apprise_failure_reason_is_kept_without_the_url() -> None:
     assert row.state == DeliveryState.RETRYING
     assert "500" in row.last_error
     assert "secret-path-token" not in row.last_error
+
+
+def test_a_warning_in_the_timeline_brings_detection_forward(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(step, "_work_waiting", lambda: False)  # no delivery thread here
+    monkeypatch.setitem(step._state, "detected", time.monotonic())  # detected just now
+    monkeypatch.setitem(step._state, "delivered", 0.0)
+    monkeypatch.setitem(step._seen, "detected", timezone.now())
+    ch = channel("json://127.0.0.1:9/never")
+    rule(ch)
+    failing(at=timezone.now())
+    assert step.step() is False  # no warning since: waits for the 30 s pass
+    assert not Notification.objects.exists()
+    monkeypatch.setitem(step._state, "delivered", 0.0)
+    events.record("Certificate", "web", "Failed", "boom", type_=Event.WARNING)
+    assert step.step() is True
+    assert Notification.objects.count() == 1
