@@ -44,6 +44,8 @@ KINDS = (
     "Issuer",
     "Revocation",
     "BootstrapToken",
+    "NotificationChannel",
+    "NotificationRule",
 )
 DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

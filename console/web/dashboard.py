@@ -30,8 +30,10 @@ from issuance.models import (
     CertificateState,
     Challenge,
     ChallengeState,
+    DeliveryState,
     Issuer,
     IssuerKind,
+    Notification,
 )
 from issuance.stats import stats
 
@@ -39,6 +41,7 @@ LIST_LIMIT = 10
 # How the challenges controller words a failing self check in `reason`.
 SELF_CHECK_FAILED = "self check failed"
 RENEWAL_WINDOW = timedelta(days=7)
+NOTIFICATION_WINDOW = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,21 @@ def approvals_context() -> dict[str, Any]:
     }
 
 
+def notifications_context() -> dict[str, Any]:
+    """Notification deliveries that failed in the last day: still retrying or given up."""
+    since = timezone.now() - NOTIFICATION_WINDOW
+    failing = Notification.objects.filter(
+        state__in=(DeliveryState.RETRYING, DeliveryState.FAILED), attempted_at__gte=since
+    )
+    latest = (
+        failing.select_related("channel")
+        .only("title", "last_error", "state", "attempted_at", "channel__name")
+        .order_by("-attempted_at", "-id")
+        .first()
+    )
+    return {"notify_failures": failing.count(), "notify_latest": latest}
+
+
 def charts_context() -> dict[str, Any]:
     """The three charts (issuance/stats.py: three grouped queries)."""
     return {"charts": charts(stats())}
@@ -171,6 +189,7 @@ SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
     "renewals": renewals_context,
     "approvals": approvals_context,
     "charts": charts_context,
+    "notifications": notifications_context,
 }
 
 

@@ -14,6 +14,7 @@ from console.web import (
     downloads,
     issuer_edit,
     issuers,
+    notifications,
     orders,
     policy,
     requests,
@@ -118,4 +119,25 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("webhooks/new/", webhooks.webhook_create, name="webhook-create"),
     path("webhooks/<str:name>/delete/", webhooks.webhook_delete, name="webhook-delete"),
     path("webhooks/<str:name>/test/", webhooks.webhook_test, name="webhook-test"),
+    # notifications: channels, rules, deliveries
+    path("notifications/", notifications.notification_page, name="notifications"),
+    path("notifications/channels/new/", notifications.channel_create, name="channel-create"),
+    path(
+        "notifications/channels/<str:name>/test/", notifications.channel_test, name="channel-test"
+    ),
+    path(
+        "notifications/channels/<str:name>/edit/", notifications.channel_edit, name="channel-edit"
+    ),
+    path(
+        "notifications/channels/<str:name>/toggle/",
+        notifications.channel_toggle,
+        name="channel-toggle",
+    ),
+    path(
+        "notifications/channels/<str:name>/delete/",
+        notifications.channel_delete,
+        name="channel-delete",
+    ),
+    path("notifications/rules/new/", notifications.rule_create, name="rule-create"),
+    path("notifications/rules/<int:pk>/delete/", notifications.rule_delete, name="rule-delete"),
 ]

@@ -21,7 +21,7 @@ from issuance.api.errors import Conflict
 from issuance.api.fields import NameField, StrictCharField
 from issuance.api.permissions import ADMIN
 from issuance.api.query import QueryFilter
-from issuance.models import DeliveryEvent, DeliveryState, IssuanceWebhook, WebhookDelivery
+from issuance.models import DeliveryEvent, IssuanceWebhook, WebhookDelivery, WebhookDeliveryState
 from issuance.models.issuancewebhook import URL_MAX
 
 CREATE_EXAMPLE = OpenApiExample(
@@ -92,14 +92,14 @@ class WebhookDeliverySerializer(serializers.Serializer[Any]):
     event = serializers.ChoiceField(choices=DeliveryEvent.choices)
     certificate = serializers.CharField(source="certificate_name")
     revision = serializers.IntegerField(allow_null=True)
-    state = serializers.ChoiceField(choices=DeliveryState.choices)
+    state = serializers.ChoiceField(choices=WebhookDeliveryState.choices)
     attempts = DeliveryAttemptSerializer(many=True, source="typed_attempts")
     nextAttemptAt = serializers.SerializerMethodField()
     createdAt = serializers.DateTimeField(source="created_at")
     deliveredAt = serializers.DateTimeField(source="delivered_at", allow_null=True)
 
     def get_nextAttemptAt(self, obj: WebhookDelivery) -> str | None:
-        if obj.state != DeliveryState.PENDING or obj.due_at is None:
+        if obj.state != WebhookDeliveryState.PENDING or obj.due_at is None:
             return None
         return obj.due_at.isoformat()
 
@@ -174,7 +174,7 @@ class WebhookDeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, A
     filters = (
         QueryFilter("webhook", "webhook__name"),
         QueryFilter("certificate", "certificate_name"),
-        QueryFilter("state", "state", choices=tuple(DeliveryState.values)),
+        QueryFilter("state", "state", choices=tuple(WebhookDeliveryState.values)),
     )
 
     def get_queryset(self) -> Any:

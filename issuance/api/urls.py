@@ -14,6 +14,7 @@ from issuance.api.errors import not_found
 from issuance.api.events import EventViewSet
 from issuance.api.issuancewebhooks import IssuanceWebhookViewSet, WebhookDeliveryViewSet
 from issuance.api.issuers import IssuerViewSet
+from issuance.api.notifications import NotificationChannelViewSet
 from issuance.api.orders import OrderViewSet
 from issuance.api.scheduler import SchedulerView
 from issuance.api.stats import StatsView
@@ -30,6 +31,9 @@ router.register("events", EventViewSet, basename="event")
 router.register("issuance-webhooks", IssuanceWebhookViewSet, basename="issuancewebhook")
 router.register("issuance-webhook-deliveries", WebhookDeliveryViewSet, basename="webhookdelivery")
 router.register("downloadtokens", DownloadTokenViewSet, basename="downloadtoken")
+router.register(
+    "notification-channels", NotificationChannelViewSet, basename="notification-channel"
+)
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/scheduler/", SchedulerView.as_view(), name="api-scheduler"),

@@ -91,8 +91,10 @@ def controllers() -> list[Controller]:
 def steps() -> list[Step]:
     from issuance import scheduler
     from issuance.kube import connector  # a no-op unless KUBE_CONNECTOR=1
+    from issuance.notifications import step as notifications
 
     return [
         Step("challenge-scheduler", scheduler.schedule_pass, urgent=scheduler.queue_changed),
         Step("kube-connector", connector.step),
+        Step("notifications", notifications.step, urgent=notifications.wake),
     ]

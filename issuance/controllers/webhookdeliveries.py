@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from issuance import events, signing
 from issuance.controllers.base import Result
-from issuance.models import DeliveryState, Event, WebhookDelivery
+from issuance.models import Event, WebhookDelivery, WebhookDeliveryState
 from issuance.pki.encryption import DecryptionError
 
 log = logging.getLogger("issuance.webhooks")
@@ -87,11 +87,11 @@ def describe(exc: BaseException) -> str:
 
 
 def reconcile(delivery: WebhookDelivery) -> Result:
-    if delivery.state != DeliveryState.PENDING:
+    if delivery.state != WebhookDeliveryState.PENDING:
         return Result.done()
     hook = delivery.webhook
     if not hook.enabled and delivery.event != "test":
-        _finish(delivery, DeliveryState.FAILED, "the webhook is disabled")
+        _finish(delivery, WebhookDeliveryState.FAILED, "the webhook is disabled")
         return Result.done()
     started = time.monotonic()
     status, error = post(delivery)
@@ -105,11 +105,11 @@ def reconcile(delivery: WebhookDelivery) -> Result:
     count = len(delivery.attempts)
     if not error:
         log.info("webhook %s: delivery %s delivered (%s)", hook.name, delivery.pk, status)
-        _finish(delivery, DeliveryState.DELIVERED, "")
+        _finish(delivery, WebhookDeliveryState.DELIVERED, "")
         return Result.done()
     if count >= MAX_ATTEMPTS:
         log.warning("webhook %s: delivery %s failed for good: %s", hook.name, delivery.pk, error)
-        _finish(delivery, DeliveryState.FAILED, error)
+        _finish(delivery, WebhookDeliveryState.FAILED, error)
         return Result.done()
     delay = RETRY_AFTER[count - 1]
     log.info(
@@ -126,10 +126,10 @@ def reconcile(delivery: WebhookDelivery) -> Result:
 
 def _finish(delivery: WebhookDelivery, state: str, error: str) -> None:
     delivery.state = state
-    if state == DeliveryState.DELIVERED:
+    if state == WebhookDeliveryState.DELIVERED:
         delivery.delivered_at = timezone.now()
     delivery.save(update_fields=["attempts", "state", "delivered_at"])
-    if state == DeliveryState.FAILED:
+    if state == WebhookDeliveryState.FAILED:
         what = (
             f"revision {delivery.revision} of {delivery.certificate_name}"
             if delivery.revision

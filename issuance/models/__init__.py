@@ -17,12 +17,19 @@ from issuance.models.downloadtoken import DownloadToken
 from issuance.models.event import Event
 from issuance.models.issuancewebhook import (
     DeliveryEvent,
-    DeliveryState,
     IssuanceWebhook,
     WebhookDelivery,
+    WebhookDeliveryState,
 )
 from issuance.models.issuer import Issuer, IssuerKind
 from issuance.models.kubecsr import KubeCSR
+from issuance.models.notification import (
+    DeliveryState,
+    Notification,
+    NotificationChannel,
+    NotificationCondition,
+    NotificationRule,
+)
 from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
 from issuance.models.owner import certificate_name_of
 from issuance.models.revocation import REASONS, Revocation, RevocationState
@@ -56,6 +63,10 @@ __all__ = [
     "IssuerKind",
     "ItemState",
     "KubeCSR",
+    "Notification",
+    "NotificationChannel",
+    "NotificationCondition",
+    "NotificationRule",
     "Order",
     "OrderState",
     "RequestState",
@@ -64,6 +75,7 @@ __all__ = [
     "Secret",
     "SecretExport",
     "WebhookDelivery",
+    "WebhookDeliveryState",
     "certificate_name_of",
     "validate_resource_name",
 ]

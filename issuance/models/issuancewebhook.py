@@ -57,7 +57,7 @@ class IssuanceWebhook(models.Model):
         )
 
 
-class DeliveryState(models.TextChoices):
+class WebhookDeliveryState(models.TextChoices):
     PENDING = "Pending", "Pending"
     DELIVERED = "Delivered", "Delivered"
     FAILED = "Failed", "Failed"
@@ -82,7 +82,7 @@ class WebhookDelivery(Reconciled):
     # attempt sends the same bytes; each attempt signs it with a fresh timestamp.
     payload = models.JSONField(default=dict)
     state = models.CharField(
-        max_length=16, choices=DeliveryState.choices, default=DeliveryState.PENDING
+        max_length=16, choices=WebhookDeliveryState.choices, default=WebhookDeliveryState.PENDING
     )
     # One entry per attempt: {"at", "status" (HTTP status or null), "error", "ms"}.
     attempts = models.JSONField(default=list, blank=True)

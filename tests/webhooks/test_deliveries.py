@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from issuance import signing, webhooks
 from issuance.controllers.webhookdeliveries import READ_TIMEOUT, RETRY_AFTER
-from issuance.models import Certificate, DeliveryState, Event, WebhookDelivery
+from issuance.models import Certificate, Event, WebhookDelivery, WebhookDeliveryState
 from issuance.worker.loop import Worker
 from tests.factories import make_ca_issuer, make_certificate, make_selfsigned_issuer
 from tests.webhooks.receiver import receiver
@@ -68,7 +68,7 @@ def test_an_issued_certificate_is_posted_once_signed_without_key_material(
     assert body["serial"] and body["notAfter"] > body["notBefore"]
     assert b"PRIVATE KEY" not in got.body and b"BEGIN" not in got.body
     delivery = WebhookDelivery.objects.get()
-    assert delivery.state == DeliveryState.DELIVERED
+    assert delivery.state == WebhookDeliveryState.DELIVERED
     assert got.headers["X-Issuance-Delivery"] == str(delivery.pk)
     assert [a["status"] for a in delivery.typed_attempts] == [200]
     # The secret is nowhere but encrypted in its row.
@@ -84,7 +84,7 @@ def test_a_500_then_a_200_is_retried_and_delivered_once() -> None:
         before = timezone.now()
         run_worker()
         delivery = WebhookDelivery.objects.get()
-        assert delivery.state == DeliveryState.PENDING
+        assert delivery.state == WebhookDeliveryState.PENDING
         assert [a["status"] for a in delivery.typed_attempts] == [500]
         assert delivery.typed_attempts[0]["error"] == "HTTP 500"
         assert delivery.due_at is not None
@@ -97,7 +97,7 @@ def test_a_500_then_a_200_is_retried_and_delivered_once() -> None:
     assert len(rx.received) == 2
     assert rx.received[0].body == rx.received[1].body
     delivery.refresh_from_db()
-    assert delivery.state == DeliveryState.DELIVERED
+    assert delivery.state == WebhookDeliveryState.DELIVERED
     assert [a["status"] for a in delivery.typed_attempts] == [500, 200]
 
 
@@ -110,7 +110,7 @@ def test_a_hanging_receiver_times_out_and_issuance_goes_on() -> None:
     cert = Certificate.objects.get(name="shop")
     assert cert.revision == 1 and cert.condition_is("Ready")
     delivery = WebhookDelivery.objects.get()
-    assert delivery.state == DeliveryState.PENDING
+    assert delivery.state == WebhookDeliveryState.PENDING
     (attempt,) = delivery.typed_attempts
     assert attempt["status"] is None and "timed out" in attempt["error"]
     assert attempt["ms"] >= READ_TIMEOUT * 1000 * 0.9
@@ -128,7 +128,7 @@ def test_retries_end_in_failed_with_every_attempt_kept() -> None:
             time_passes(delivery)
             run_worker()
     delivery.refresh_from_db()
-    assert delivery.state == DeliveryState.FAILED
+    assert delivery.state == WebhookDeliveryState.FAILED
     assert [a["status"] for a in delivery.typed_attempts] == [503] * (len(RETRY_AFTER) + 1)
     assert len(rx.received) == len(RETRY_AFTER) + 1
     failed = Event.objects.get(reason="DeliveryFailed")
@@ -175,4 +175,4 @@ def test_an_unreachable_receiver_is_an_attempt_whose_error_does_not_repeat_the_u
     (attempt,) = delivery.typed_attempts
     assert attempt["status"] is None and "Connection refused" in attempt["error"]
     assert "receiver-token" not in attempt["error"] and "/hook" not in attempt["error"]
-    assert delivery.state == DeliveryState.PENDING
+    assert delivery.state == WebhookDeliveryState.PENDING
