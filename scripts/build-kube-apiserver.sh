@@ -49,12 +49,22 @@ WORK=$CACHE/build
 APTDIR=$CACHE/apt
 mkdir -p "$WORK" "$APTDIR/sources.list.d" "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial"
 
-# A private apt configuration holding only the deb-src entries, so the machine's own
-# sources (and its package lists) stay untouched.
-cat > "$APTDIR/sources.list.d/bookworm-src.list" <<SRC
-deb-src http://deb.debian.org/debian bookworm main
-deb-src http://deb.debian.org/debian-security bookworm-security main
-SRC
+# A private apt configuration holding only deb-src entries, so the machine's own sources
+# (and its package lists) stay untouched. They are made from the machine's own apt sources:
+# the same mirrors, suites and keys, with "deb" turned into "deb-src" (no host is named here).
+rm -f "$APTDIR"/sources.list.d/*
+for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+  [ -f "$f" ] || continue
+  sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f" >> "$APTDIR/sources.list.d/machine-src.list"
+done
+for f in /etc/apt/sources.list.d/*.sources; do
+  [ -f "$f" ] || continue
+  sed 's/^Types:.*/Types: deb-src/' "$f" > "$APTDIR/sources.list.d/$(basename "$f")"
+done
+if [ -z "$(ls -A "$APTDIR/sources.list.d")" ]; then
+  echo "no apt sources found in /etc/apt to fetch the kubernetes source package from" >&2
+  exit 1
+fi
 APT_OPTS=(
   -o "Dir::Etc::sourcelist=/dev/null"
   -o "Dir::Etc::sourceparts=$APTDIR/sources.list.d"
