@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from issuance import events
-from issuance.models import ApiToken
+from issuance.models import ApiToken, DownloadToken
 
 # last_used_at is a hint for people; writing it on every request would be one write per
 # API call. It is written when it is older than this.
@@ -90,13 +90,14 @@ def revoke_token(user: User, token_id: int, *, actor: str) -> ApiToken:
     return token
 
 
-def mark_used(token: ApiToken) -> None:
-    """Record a use, at most once per LAST_USED_GRANULARITY (one UPDATE, no read)."""
+def mark_used(token: ApiToken | DownloadToken) -> None:
+    """Record a use of a token (an API or a download token), at most once per
+    LAST_USED_GRANULARITY (one UPDATE, no read)."""
     now = timezone.now()
     if token.last_used_at is not None and now - token.last_used_at < LAST_USED_GRANULARITY:
         return
     # Conditional, so concurrent requests with the same token do not each write.
-    ApiToken.objects.filter(pk=token.pk).exclude(
+    type(token)._default_manager.filter(pk=token.pk).exclude(
         last_used_at__gt=now - LAST_USED_GRANULARITY
     ).update(last_used_at=now)
     token.last_used_at = now

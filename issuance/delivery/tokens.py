@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from issuance import events
 from issuance.apitokens import (
-    LAST_USED_GRANULARITY,
     NAME_MAX,
     PREFIX_LENGTH,
     TokenError,
@@ -121,14 +120,3 @@ def keystore_password(token: DownloadToken) -> str:
         if token.keystore_password_ciphertext
         else ""
     )
-
-
-def mark_used(token: DownloadToken) -> None:
-    """Record a use, at most once per LAST_USED_GRANULARITY (one conditional UPDATE)."""
-    now = timezone.now()
-    if token.last_used_at is not None and now - token.last_used_at < LAST_USED_GRANULARITY:
-        return
-    DownloadToken.objects.filter(pk=token.pk).exclude(
-        last_used_at__gt=now - LAST_USED_GRANULARITY
-    ).update(last_used_at=now)
-    token.last_used_at = now

@@ -19,6 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from issuance import events
+from issuance.apitokens import mark_used
 from issuance.delivery.formats import (
     KEYSTORE_FILES,
     FormatError,
@@ -27,7 +28,7 @@ from issuance.delivery.formats import (
     offered_files,
     render,
 )
-from issuance.delivery.tokens import active_token, in_scope, keystore_password, mark_used
+from issuance.delivery.tokens import active_token, in_scope, keystore_password
 from issuance.models import Certificate, Secret
 from issuance.pki.x509 import load_leaf
 from issuance.specs.secrets import SecretRefError, read_secret_value
