@@ -39,22 +39,21 @@ created nothing (a refusal, a pause, a connection never made).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from django.db import IntegrityError, connection
+from django.db import connection
 from django.utils import timezone
 
-from issuance import events, faults, scheduler
+from issuance import events, faults
 from issuance.acme.client import AcmeClient
 from issuance.acme.errors import AcmeProblemError, problem_reason
-from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
+from issuance.acme.solvers import describe_no_solver, select_solver
 from issuance.controllers import order_retry
 from issuance.controllers.acme import fallback, health, ratelimit
 from issuance.controllers.base import Result, TemporaryError
-from issuance.dbutil import guarded
+from issuance.controllers.order_challenges import ensure_challenges
 from issuance.models import (
     Challenge,
     ChallengeState,
@@ -62,11 +61,10 @@ from issuance.models import (
     IssuerKind,
     Order,
     OrderState,
-    certificate_name_of,
 )
 from issuance.pki.csr import parse_csr
 from issuance.pki.x509 import cert_info, split_pem_chain
-from issuance.shapes import ChallengeSpec, OrderAuthorization, SolverSpec
+from issuance.shapes import OrderAuthorization
 from issuance.worker import wakeup
 
 log = logging.getLogger("issuance.orders")
@@ -313,7 +311,7 @@ def _load_authorizations(order: Order, client: AcmeClient, *, fresh: bool = Fals
         reason = first["error"] or f"authorization for {first['identifier']} is {first['status']}"
         state = OrderState.EXPIRED if first["status"] == "expired" else OrderState.INVALID
         return _fail(order, state, reason)
-    problem = _ensure_challenges(order, client, set() if fresh else None)
+    problem = ensure_challenges(order, client, set() if fresh else None)
     if problem:
         return _fail(order, OrderState.ERRORED, problem)
     if order.state == OrderState.PENDING and any(a["status"] == "pending" for a in loaded):
@@ -328,113 +326,6 @@ def _authz_error(authz: dict[str, Any]) -> str:
         if isinstance(err, dict) and (err.get("type") or err.get("detail")):
             return problem_reason(str(err.get("type") or ""), str(err.get("detail") or ""))
     return ""
-
-
-def _ensure_challenges(order: Order, client: AcmeClient, existing: set[str] | None = None) -> str:
-    """One Challenge per pending authorization (idempotent). Returns a problem or "".
-
-    `existing`: the authorization URLs that have a Challenge, when the caller read them.
-    """
-    solvers = list(order.issuer.acme_spec.get("solvers") or [])
-    if existing is None:
-        existing = set(order.challenges.values_list("authorization_url", flat=True))
-    for authz in order.typed_authorizations:
-        if authz["status"] != "pending" or authz["url"] in existing:
-            continue
-        planned = _plan_challenge(order, client, solvers, authz)
-        if isinstance(planned, str):
-            return planned
-        _create_challenge(order, planned)
-    return ""
-
-
-class _NewChallenge(NamedTuple):
-    name: str
-    dns_name: str
-    wildcard: bool
-    type: str
-    token: str
-    spec: ChallengeSpec
-    state: str
-
-
-def _plan_challenge(
-    order: Order, client: AcmeClient, solvers: list[SolverSpec], authz: OrderAuthorization
-) -> _NewChallenge | str:
-    """The Challenge that answers one pending authorization: the solver chosen for its
-    name, the CA's challenge of that solver's type, and the key it needs; or the problem
-    that makes the order fail (no solver, or the CA offers no such challenge)."""
-    name, wildcard = authz["identifier"], bool(authz["wildcard"])
-    choice = select_solver(solvers, name, wildcard)
-    if choice is None:
-        return describe_no_solver(name, wildcard)
-    offered = [c for c in authz["challenges"] if c.get("type") == choice.challenge_type]
-    if not offered:
-        types = ", ".join(str(c.get("type")) for c in authz["challenges"])
-        return f"the CA offers no {choice.challenge_type} challenge for {name} (only {types})"
-    acme_chal = offered[0]
-    token = str(acme_chal.get("token") or "")
-    # As cert-manager: HTTP-01 key = key authorization; DNS-01 key = the TXT value.
-    key = (
-        client.key_authorization(token)
-        if choice.challenge_type == HTTP01
-        else client.dns01_txt_value(token)
-    )
-    spec: ChallengeSpec = {
-        "authorizationURL": authz["url"],
-        "url": str(acme_chal.get("url") or ""),
-        "dnsName": name,
-        "wildcard": wildcard,
-        "type": choice.challenge_type,
-        "token": token,
-        "key": key,
-        "solver": choice.solver,
-        "issuerRef": order.typed_spec.get("issuerRef") or {"name": order.issuer.name},
-    }
-    return _NewChallenge(
-        name=_challenge_name(order, authz["url"]),
-        dns_name=name,
-        wildcard=wildcard,
-        type=choice.challenge_type,
-        token=token,
-        spec=spec,
-        # The authorization was read a moment ago: a pending challenge needs no sync with
-        # the CA before it is presented (unless it waits long in the queue).
-        state=ChallengeState.PENDING if acme_chal.get("status") == "pending" else "",
-    )
-
-
-def _create_challenge(order: Order, new: _NewChallenge) -> None:
-    """Insert it (queued), unless an earlier, interrupted pass did; tell the scheduler and
-    the timeline."""
-    try:
-        with guarded():
-            Challenge.objects.create(
-                name=new.name,
-                order=order,
-                issuer=order.issuer,
-                dns_name=new.dns_name,
-                type=new.type,
-                authorization_url=new.spec["authorizationURL"],
-                token=new.token,
-                spec=new.spec,
-                state=new.state,
-            )
-    except IntegrityError:
-        return  # made by an earlier, interrupted run
-    scheduler.mark_queue_changed()  # the scheduler may start it at once
-    events.record(
-        "Challenge",
-        new.name,
-        "Created",
-        f"Created {new.type} challenge for {'*.' if new.wildcard else ''}{new.dns_name} (queued)",
-        certificate_name=certificate_name_of(order),
-    )
-
-
-def _challenge_name(order: Order, authz_url: str) -> str:
-    digest = hashlib.sha256(authz_url.encode()).hexdigest()[:10]
-    return f"{order.name[: 253 - 11]}-{digest}"
 
 
 class _ChallengeRow(NamedTuple):
@@ -460,7 +351,7 @@ def _challenge_rows(order: Order) -> list[_ChallengeRow]:
 
 def _check_challenges(order: Order, client: AcmeClient) -> Result:
     everything = _challenge_rows(order)
-    problem = _ensure_challenges(order, client, {c.authorization_url for c in everything})
+    problem = ensure_challenges(order, client, {c.authorization_url for c in everything})
     if problem:
         return _fail(order, OrderState.ERRORED, problem)
     pending = {a["url"] for a in order.typed_authorizations if a["status"] == "pending"}
