@@ -65,12 +65,21 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	KEY_ENCRYPTION_KEY=typecheck DEBUG=1 $(VENV)/bin/mypy console issuance tests bench
 
+# The suite runs in PYTEST_WORKERS pytest-xdist processes: 3 on the CI machine's 2 cores,
+# because the real-server tests mostly wait (outages with default timings) rather than
+# compute. tests/conftest.py keeps each module, and the tests that share kube-apiservers, in
+# one process; --no-loadscope-reorder hands the modules out in collection order, so each
+# process runs its tests in the same relative order as a single-process run.
+# PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 3
+PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
+
 pytest-sqlite: $(STAMP)
-	DATABASE_URL=sqlite:///$(CURDIR)/var/test.sqlite3 $(VENV)/bin/pytest -q \
+	DATABASE_URL=sqlite:///$(CURDIR)/var/test.sqlite3 $(VENV)/bin/pytest -q $(PYTEST_XDIST) \
 	  -m "not postgres and not e2e and not browser and not kube"
 
 pytest-postgres: $(STAMP) system-deps node-deps
-	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -q --durations=15
+	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -q $(PYTEST_XDIST) --durations=15
 
 # kube-apiserver v1.20.2 (+ Debian's etcd-server) for the Kubernetes connector tests; built once
 # per machine from Debian's source package and cached in /var/cache/issuance-console/kube.

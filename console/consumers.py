@@ -3,16 +3,27 @@
 Protocol (JSON text frames):
 
 - client → server: {"subscribe": [topics]}, {"unsubscribe": [topics]}, {"type": "ping"}
-- Topics: "dashboard", "certificate:NAME", "bulk:ID" (a bulk action's progress, for the
-  user who started it and admins only).
+- Topics of the console's own resources: "dashboard", "certificate:NAME", "bulk:ID" (a
+  bulk action's progress, for the user who started it and admins only). Unscoped users
+  with the viewer role only.
+- Topics of mirrored cert-manager objects (issuance/clusters/scope.py): "k8s" (every
+  cluster: unscoped users only), "k8s:CLUSTER" and "k8s:CLUSTER/NAMESPACE" (users whose
+  scope covers it and who hold the viewer role there).
 - server → client: {"type": "subscribed", "topics": [...]}, {"type": "pong"},
-  {"type": "error", "error": "..."}, and every message published for a subscribed topic
-  ({"group": topic, "type": "certificate.status", ...}; {"type": "live.resync"} means
-  "something was missed: re-fetch").
+  {"type": "error", "error": "...", "topic": "..."} (a refused topic: the others of the
+  same request are still subscribed and confirmed by "subscribed"; a request whose every
+  new topic is refused gets errors only), and every message published for a subscribed
+  topic ({"group": topic, "type": "certificate.status", ...}; {"type": "live.resync"}
+  means "something was missed: re-fetch").
+- Mirrored objects: {"type": "mirror.changed", "kind", "cluster", "namespace", "name",
+  "ready", "reason", "next_retry_at", "renewal_time", "deleted", ...}, {"type":
+  "mirror.event", ...} (a Kubernetes Event), {"type": "mirror.many", "changed",
+  "deleted", "events", "kinds"} (one transaction changed many objects: re-fetch), and
+  {"type": "cluster.status", "cluster", "state", "deleted"} on "k8s" and "k8s:CLUSTER".
 - {"type": "paused"}: the channel layer (Redis) is unavailable, so nothing will be pushed;
   the socket stays open. {"type": "resumed"}: it works again and the subscriptions are
   back; whatever happened in between was not pushed, so re-fetch once.
-- Close codes: 4401 (not signed in), 4403 (no role): retrying cannot help.
+- Close codes: 4401 (not signed in), 4403 (no viewer role anywhere): retrying cannot help.
 """
 
 from __future__ import annotations
@@ -28,11 +39,13 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
 
+from console import live
 from console.live import group_for, sender
 from console.livehealth import LayerMonitor, monitor_for
 from issuance.bulk import may_watch
+from issuance.clusters import scope as cluster_scope
 from issuance.publish import BULK_PREFIX
-from issuance.roles import VIEWER, has_role
+from issuance.roles import VIEWER, granted_roles, has_role
 
 log = logging.getLogger("console.consumers")
 
@@ -95,7 +108,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        if not await database_sync_to_async(has_role)(user, VIEWER):
+        # A scoped viewer holds no console-wide role, yet may watch the clusters and
+        # namespaces of their scope: each topic is checked when subscribed.
+        if VIEWER not in await database_sync_to_async(granted_roles)(user):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         # With the in-memory layer, publishers in other threads must send on this loop.
@@ -211,14 +226,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if valid is None:
             await self._error("subscribe: a list of topics like 'dashboard', 'certificate:NAME'")
             return
-        new = {t: g for t, g in valid.items() if t not in self.topics}
-        user = self.scope.get("user")
-        for topic in new:
-            if topic.startswith(BULK_PREFIX) and not await database_sync_to_async(may_watch)(
-                user, topic.removeprefix(BULK_PREFIX)
-            ):
-                await self._error(f"subscribe: {topic} is not yours to watch")
-                return
+        wanted = {t: g for t, g in valid.items() if t not in self.topics}
+        refused = await database_sync_to_async(_refused)(self.scope.get("user"), list(wanted))
+        for topic in refused:
+            await self._error(f"subscribe: {topic} is not yours to watch", topic=topic)
+        new = {t: g for t, g in wanted.items() if t not in refused}
+        if refused and not new:
+            return
         if len(self.topics) + len(new) > self.MAX_TOPICS:
             await self._error(f"subscribe: at most {self.MAX_TOPICS} topics per connection")
             return
@@ -248,8 +262,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return None
         return {t: g for t, g in groups.items() if g is not None}
 
-    async def _error(self, message: str) -> None:
-        await self.send_json({"type": "error", "error": message})
+    async def _error(self, message: str, *, topic: str = "") -> None:
+        await self.send_json(
+            {"type": "error", "error": message, **({"topic": topic} if topic else {})}
+        )
 
     # -- messages from the channel layer (type "certificate.status" → certificate_status) ----
     async def forward(self, event: dict[str, Any]) -> None:
@@ -271,3 +287,26 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     event_recorded = forward
     live_resync = forward
     bulk_progress = forward
+    mirror_changed = forward
+    mirror_event = forward
+    mirror_many = forward
+    cluster_status = forward
+
+
+def _refused(user: Any, topics: list[str]) -> list[str]:
+    """The topics `user` may not watch, in the order asked (one thread, cached roles and
+    scope: a few queries per connection, not per topic)."""
+    return [topic for topic in topics if not _may_watch(user, topic)]
+
+
+def _may_watch(user: Any, topic: str) -> bool:
+    if topic == cluster_scope.ALL_CLUSTERS_TOPIC or topic.startswith(live.CLUSTER_PREFIX):
+        # Mirrored objects: the viewer role wherever granted, and a scope that covers the
+        # topic ("k8s", every cluster, for unscoped users only).
+        return VIEWER in granted_roles(user) and cluster_scope.may_subscribe(user, topic)
+    # The console's own resources: unscoped viewers (a scoped user holds no such role).
+    if not has_role(user, VIEWER):
+        return False
+    if topic.startswith(BULK_PREFIX):
+        return may_watch(user, topic.removeprefix(BULK_PREFIX))
+    return True

@@ -36,12 +36,17 @@ from typing import Any
 
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 
+from issuance.clusters.scope import ALL_CLUSTERS_TOPIC
 from issuance.models.base import NAME_RE
 from issuance.publish import BULK_PREFIX, DASHBOARD
 
 log = logging.getLogger("console.live")
 
 CERTIFICATE_PREFIX = "certificate:"
+CLUSTER_PREFIX = f"{ALL_CLUSTERS_TOPIC}:"
+# A Cluster's name is a slug; a namespace a DNS label (RFC 1123), as Kubernetes requires.
+_CLUSTER_NAME = re.compile(r"[-a-zA-Z0-9_]{1,63}")
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _BULK_ID = re.compile(r"[0-9a-f]{32}")
 # Channels allows ASCII letters, digits, '-', '_' and '.', shorter than 100 characters.
 _MAX_GROUP = 99
@@ -60,6 +65,10 @@ def group_for(topic: str) -> str | None:
         # One group per bulk action (its random id): only its progress page listens.
         action_id = topic.removeprefix(BULK_PREFIX)
         return f"live.bulk.{action_id}" if _BULK_ID.fullmatch(action_id) else None
+    if topic == ALL_CLUSTERS_TOPIC:
+        return "live.k8s"
+    if topic.startswith(CLUSTER_PREFIX):
+        return _cluster_group(topic.removeprefix(CLUSTER_PREFIX))
     if topic.startswith(CERTIFICATE_PREFIX):
         name = topic.removeprefix(CERTIFICATE_PREFIX)
         if not NAME_RE.match(name):
@@ -71,6 +80,23 @@ def group_for(topic: str) -> str | None:
         # colliding with a certificate that happens to be named like one.
         return "live.certh." + hashlib.sha256(name.encode()).hexdigest()
     return None
+
+
+def _cluster_group(rest: str) -> str | None:
+    """`<cluster>` or `<cluster>/<namespace>` → live.k8s.<cluster>[.<namespace>]: a cluster
+    name has no dots, so the two never collide."""
+    cluster, slash, namespace = rest.partition("/")
+    if not _CLUSTER_NAME.fullmatch(cluster):
+        return None
+    if not slash:
+        return f"live.k8s.{cluster}"
+    if not _NAMESPACE.fullmatch(namespace):
+        return None
+    group = f"live.k8s.{cluster}.{namespace}"
+    if len(group) <= _MAX_GROUP:
+        return group
+    # Up to 63 + 63 characters: hashed, under a prefix no cluster group can start with.
+    return "live.k8sh." + hashlib.sha256(rest.encode()).hexdigest()
 
 
 def layer_event(topic: str, message: dict[str, Any]) -> Event:

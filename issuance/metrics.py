@@ -10,16 +10,22 @@ web and worker share one process).
 
 Names and labels follow cert-manager's where there is an equivalent
 (certmanager_certificate_expiration_timestamp_seconds → issuance_certificate_...).
+
+Mirrored cert-manager objects (issuance_cluster_*) are counted per cluster and namespace,
+not per object: cert-manager in each cluster already exports a series per Certificate, and
+a console mirroring many clusters would multiply them. Two queries, whatever the number
+of clusters and objects.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Min, Q, Sum
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -31,7 +37,12 @@ from issuance.models import (
     CertificateRequest,
     CertificateState,
     Challenge,
+    Cluster,
+    ClusterActionState,
+    ClusterResource,
+    ClusterState,
     Issuer,
+    MirroredKind,
     Order,
     OrderState,
     RequestState,
@@ -80,6 +91,9 @@ class DatabaseCollector:
         yield from self._counts()
         yield from self._scheduler()
         yield from self._issuers()
+        names: list[str] = []
+        yield from _clusters(names)
+        yield from _mirrored(names)
         duration = GaugeMetricFamily(
             "issuance_metrics_collect_duration_seconds",
             "How long reading the database for this scrape took.",
@@ -265,3 +279,191 @@ class DatabaseCollector:
 
 
 REGISTRY.register(DatabaseCollector())
+
+
+# -- mirrored cert-manager objects (issuance/clusters/) -------------------------------------
+
+
+def _clusters(names: list[str]) -> Iterator[Metric]:
+    """Each cluster's connection and the write-backs queued for it (one query). Appends the
+    clusters' names to `names`."""
+    state = GaugeMetricFamily(
+        "issuance_cluster_state",
+        "The cluster's connection state: 1 for its current state, else 0.",
+        labels=["cluster", "state"],
+    )
+    up = GaugeMetricFamily(
+        "issuance_cluster_up",
+        "1 while the console is connected to the cluster and finds cert-manager, else 0.",
+        labels=["cluster"],
+    )
+    last_sync = GaugeMetricFamily(
+        "issuance_cluster_last_sync_timestamp_seconds",
+        "When a list or watch event from the cluster was last applied, as a Unix timestamp.",
+        labels=["cluster"],
+    )
+    checked = GaugeMetricFamily(
+        "issuance_cluster_checked_timestamp_seconds",
+        "When the cert-manager API versions and the console's permissions were last checked.",
+        labels=["cluster"],
+    )
+    missing = GaugeMetricFamily(
+        "issuance_cluster_missing_permissions",
+        "Permissions the console lacks in the cluster (SelfSubjectAccessReview).",
+        labels=["cluster"],
+    )
+    actions = GaugeMetricFamily(
+        "issuance_cluster_actions",
+        "Stored renew/approve/deny write-backs by state (Pending: not written yet).",
+        labels=["cluster", "state"],
+    )
+    oldest = GaugeMetricFamily(
+        "issuance_cluster_action_oldest_pending_timestamp_seconds",
+        "When the oldest write-back still pending was asked for; absent when none is.",
+        labels=["cluster"],
+    )
+    by_state = {
+        st: Count("actions", filter=Q(actions__state=st)) for st in ClusterActionState.values
+    }
+    pending_since = Min("actions__created_at", filter=Q(actions__state="Pending"))
+    rows = (
+        Cluster.objects.order_by()
+        .annotate(**{f"actions_{st}": n for st, n in by_state.items()}, pending_since=pending_since)
+        .values(
+            "name",
+            "state",
+            "last_sync",
+            "checked_at",
+            "missing_permissions",
+            "pending_since",
+            *(f"actions_{st}" for st in by_state),
+        )
+    )
+    for row in rows:
+        name = row["name"]
+        names.append(name)
+        for value in ClusterState.values:
+            state.add_metric([name, value], 1.0 if row["state"] == value else 0.0)
+        up.add_metric([name], 1.0 if row["state"] == ClusterState.CONNECTED else 0.0)
+        if row["last_sync"]:
+            last_sync.add_metric([name], row["last_sync"].timestamp())
+        if row["checked_at"]:
+            checked.add_metric([name], row["checked_at"].timestamp())
+        missing.add_metric([name], len(row["missing_permissions"] or []))
+        for st in by_state:
+            actions.add_metric([name, st], row[f"actions_{st}"] or 0)
+        if row["pending_since"]:
+            oldest.add_metric([name], row["pending_since"].timestamp())
+    yield from (state, up, last_sync, checked, missing, actions, oldest)
+
+
+_READY = ("True", "False", "Unknown")
+
+
+class _Namespace:
+    """The mirrored Certificates of one cluster/namespace, summed over the query's rows."""
+
+    def __init__(self) -> None:
+        self.ready = dict.fromkeys(_READY, 0)
+        self.failing = 0
+        self.in_backoff = 0
+        self.expired = 0
+        self.earliest: datetime | None = None
+
+    def add(self, row: dict[str, Any]) -> None:
+        ready = row["ready"] if row["ready"] in _READY else "Unknown"
+        self.ready[ready] += row["n"]
+        self.failing += row["failing"]
+        self.in_backoff += row["in_backoff"]
+        self.expired += row["expired"]
+        if row["earliest"] and (self.earliest is None or row["earliest"] < self.earliest):
+            self.earliest = row["earliest"]
+
+
+def _mirrored(cluster_names: list[str]) -> Iterator[Metric]:
+    """Mirrored objects per cluster and kind, and Certificates per cluster and namespace
+    (one grouped query: rows grow with namespaces, not with objects)."""
+    now = timezone.now()
+    rows = (
+        ClusterResource.objects.order_by()
+        .values("cluster__name", "namespace", "kind", "ready")
+        .annotate(
+            n=Count("id"),
+            failing=Count("id", filter=Q(failed_attempts__gt=0)),
+            in_backoff=Count("id", filter=Q(next_retry_at__gt=now)),
+            expired=Count("id", filter=Q(not_after__lte=now)),
+            earliest=Min("not_after"),
+            pending=Count("id", filter=Q(state="")),
+        )
+    )
+    per_kind = {(c, k): 0 for c in cluster_names for k in MirroredKind.values}
+    certificates: dict[tuple[str, str], _Namespace] = {}
+    pending: dict[tuple[str, str], int] = {}
+    for row in rows:
+        where = (row["cluster__name"], row["namespace"])
+        per_kind[(where[0], row["kind"])] = per_kind.get((where[0], row["kind"]), 0) + row["n"]
+        if row["kind"] == MirroredKind.CERTIFICATE:
+            certificates.setdefault(where, _Namespace()).add(row)
+        elif row["kind"] == MirroredKind.CERTIFICATE_REQUEST:
+            pending[where] = pending.get(where, 0) + row["pending"]
+    yield _per_kind(per_kind)
+    yield from _certificate_families(certificates)
+    approval = GaugeMetricFamily(
+        "issuance_cluster_certificate_requests_pending_approval",
+        "Mirrored CertificateRequests neither Approved nor Denied, per namespace.",
+        labels=["cluster", "namespace"],
+    )
+    for (cluster, namespace), n in sorted(pending.items()):
+        approval.add_metric([cluster, namespace], n)
+    yield approval
+
+
+def _per_kind(counts: dict[tuple[str, str], int]) -> Metric:
+    family = GaugeMetricFamily(
+        "issuance_cluster_resources",
+        "Mirrored cert-manager objects by cluster and kind.",
+        labels=["cluster", "kind"],
+    )
+    for (cluster, kind), n in sorted(counts.items()):
+        family.add_metric([cluster, kind], n)
+    return family
+
+
+def _certificate_families(certificates: dict[tuple[str, str], _Namespace]) -> Iterator[Metric]:
+    labels = ["cluster", "namespace"]
+    by_ready = GaugeMetricFamily(
+        "issuance_cluster_certificates",
+        "Mirrored Certificates by the status of their Ready condition.",
+        labels=[*labels, "ready"],
+    )
+    failing = GaugeMetricFamily(
+        "issuance_cluster_certificates_failing",
+        "Mirrored Certificates whose last issuance failed (failedIssuanceAttempts > 0).",
+        labels=labels,
+    )
+    in_backoff = GaugeMetricFamily(
+        "issuance_cluster_certificates_in_backoff",
+        "Mirrored Certificates waiting for their computed next retry.",
+        labels=labels,
+    )
+    expired = GaugeMetricFamily(
+        "issuance_cluster_certificates_expired",
+        "Mirrored Certificates whose notAfter has passed.",
+        labels=labels,
+    )
+    earliest = GaugeMetricFamily(
+        "issuance_cluster_certificate_expiration_earliest_timestamp_seconds",
+        "The earliest notAfter of the namespace's mirrored Certificates, as a Unix timestamp "
+        "(alert on it minus time()).",
+        labels=labels,
+    )
+    for (cluster, namespace), ns in sorted(certificates.items()):
+        where = [cluster, namespace]
+        for ready, n in ns.ready.items():
+            by_ready.add_metric([*where, ready], n)
+        failing.add_metric(where, ns.failing)
+        in_backoff.add_metric(where, ns.in_backoff)
+        expired.add_metric(where, ns.expired)
+        if ns.earliest is not None:
+            earliest.add_metric(where, ns.earliest.timestamp())
+    yield from (by_ready, failing, in_backoff, expired, earliest)

@@ -7,6 +7,12 @@ commits: a rollback sends nothing, and an object saved five times in one transac
 one message with its last state. Subscribers (the console's channel-layer sender) get
 `(topic, message)`; topics are `dashboard`, `certificate:<name>` and `bulk:<id>`.
 
+Mirrored cert-manager objects (ClusterResource, ClusterEvent; issuance/clusters/) are
+published to `k8s`, `k8s:<cluster>` and `k8s:<cluster>/<namespace>` (scope.topics_for), and
+a Cluster's connection state to `k8s` and `k8s:<cluster>`. A re-list stores thousands of
+objects in one transaction: above MIRROR_DETAIL_LIMIT changes, each topic gets one
+`mirror.many` summary instead of a message per object (browsers re-fetch either way).
+
 Messages carry absolute timestamps (ISO 8601) so browsers count down locally, and `at`, the
 moment they were published.
 
@@ -26,14 +32,18 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Model
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_init, post_save
 from django.utils import timezone
 
+from issuance.clusters.scope import topics_for
 from issuance.models import (
     AcmeServer,
     Certificate,
     CertificateRequest,
     Challenge,
+    Cluster,
+    ClusterEvent,
+    ClusterResource,
     Event,
     Issuer,
     Order,
@@ -98,6 +108,11 @@ class _Batch:
         self.nudge_kinds: set[str] = set()
         # Keys whose owning certificate is looked up after commit (kind -> primary keys).
         self.owned: dict[str, set[Any]] = {}
+        # Mirrored objects: key -> (cluster id, namespace, message); topics chosen at flush.
+        self.mirror: dict[tuple[str, Any], tuple[int, str, Message]] = {}
+        # Cluster names known while queueing (a cluster deleted in this transaction is gone
+        # from the database by the time the batch is flushed).
+        self.cluster_names: dict[int, str] = {}
 
     def flush(self) -> None:
         if not _subscribers:
@@ -122,6 +137,8 @@ class _Batch:
                 DASHBOARD,
                 {"type": "dashboard.changed", "kinds": sorted(self.nudge_kinds), "at": now},
             )
+        if self.mirror:
+            _flush_mirror(self, now)
 
 
 def _deliver(topic: str, message: Message) -> None:
@@ -192,6 +209,29 @@ def _queue(
             batch.owned.setdefault(key[0], set()).add(key[1])
     if nudge:
         batch.nudge_kinds.add(nudge)
+    if run_now:
+        batch.flush()
+
+
+def _queue_mirror(
+    using: str,
+    key: tuple[str, Any],
+    cluster_id: int,
+    namespace: str,
+    message: Message,
+    cluster_name: str = "",
+) -> None:
+    """Put a mirrored object's message in the transaction's batch (topics by its cluster and
+    namespace, resolved when the batch is flushed)."""
+    if not _subscribers:
+        return
+    batch = _current_batch(using)
+    run_now = batch is None
+    if batch is None:
+        batch = _Batch()
+    batch.mirror[key] = (cluster_id, namespace, message)
+    if cluster_name:
+        batch.cluster_names[cluster_id] = cluster_name
     if run_now:
         batch.flush()
 
@@ -280,6 +320,177 @@ def event_recorded(event: Event) -> None:
     _queue(event._state.db or DEFAULT_DB_ALIAS, ("Event", event.pk), (topic,), payload)
 
 
+# -- mirrored cert-manager objects (issuance/clusters/) ------------------------------------
+
+# More mirrored changes than this in one transaction (a re-list, a cluster removed): one
+# `mirror.many` message per topic instead of one message per object and topic.
+MIRROR_DETAIL_LIMIT = 50
+# Event messages are nudges: the timeline is re-fetched, so a long message is cut here.
+_MAX_EVENT_MESSAGE = 1024
+# A Cluster save is news when one of these changed (not the sync's lease or last_sync).
+_CLUSTER_WATCHED = ("state", "api_versions", "missing_permissions")
+
+
+def resource_message(res: ClusterResource, *, deleted: bool = False) -> Message:
+    """What a browser needs to decide whether its page changed; never the body."""
+    return {
+        "type": "mirror.changed",
+        "kind": res.kind,
+        "namespace": res.namespace,
+        "name": res.name,
+        "uid": res.uid,
+        "certificate": res.certificate_name,
+        "ready": res.ready,
+        "reason": res.reason,
+        "state": res.state,
+        "failed_attempts": res.failed_attempts,
+        "next_retry_at": _iso(res.next_retry_at),
+        "renewal_time": _iso(res.renewal_time),
+        "not_after": _iso(res.not_after),
+        "deleted": deleted,
+    }
+
+
+def cluster_event_message(event: ClusterEvent, *, deleted: bool = False) -> Message:
+    return {
+        "type": "mirror.event",
+        "namespace": event.namespace,
+        "kind": event.involved_kind,
+        "name": event.involved_name,
+        "uid": event.involved_uid,
+        "eventType": event.type,
+        "reason": event.reason,
+        "message": event.message[:_MAX_EVENT_MESSAGE],
+        "count": event.count,
+        "last_seen": _iso(event.last_seen),
+        "deleted": deleted,
+    }
+
+
+def cluster_message(cluster: Cluster, *, deleted: bool = False) -> Message:
+    """The connection state only: never the kubeconfig, nor last_error (it may quote the
+    API server's address or its answer; the Clusters page shows it to whoever may see it)."""
+    return {
+        "type": "cluster.status",
+        "cluster": cluster.name,
+        "state": cluster.state,
+        "deleted": deleted,
+    }
+
+
+def _cluster_names(batch: _Batch) -> dict[int, str]:
+    names = dict(batch.cluster_names)
+    unknown = {cid for cid, _, _ in batch.mirror.values()} - names.keys()
+    if unknown:
+        names.update(Cluster.objects.filter(pk__in=unknown).values_list("pk", "name"))
+    return names
+
+
+def _flush_mirror(batch: _Batch, now: str) -> None:
+    try:
+        names = _cluster_names(batch)
+    except Exception:  # the database may be gone at shutdown
+        log.exception("live update: cannot resolve cluster names")
+        return
+    changes = [
+        (names[cid], namespace, message)
+        for cid, namespace, message in batch.mirror.values()
+        if cid in names
+    ]
+    if len(changes) <= MIRROR_DETAIL_LIMIT:
+        for cluster, namespace, message in changes:
+            full = {**message, "cluster": cluster, "at": now}
+            for topic in topics_for(cluster, namespace):
+                _deliver(topic, full)
+        return
+    for topic, summary in _summaries(changes).items():
+        _deliver(topic, {**summary, "at": now})
+
+
+def _summaries(changes: list[tuple[str, str, Message]]) -> dict[str, Message]:
+    """One `mirror.many` per topic: how many objects changed, were deleted, and which kinds,
+    plus how many events; the page re-fetches what it shows."""
+    out: dict[str, Message] = {}
+    for cluster, namespace, message in changes:
+        for topic in topics_for(cluster, namespace):
+            summary = out.get(topic)
+            if summary is None:
+                summary = out[topic] = _empty_summary(topic, cluster, namespace)
+            if message["type"] == "mirror.event":
+                summary["events"] += 1
+            else:
+                summary["deleted" if message["deleted"] else "changed"] += 1
+                summary["kinds"].add(message["kind"])
+    for summary in out.values():
+        summary["kinds"] = sorted(summary["kinds"])
+    return out
+
+
+def _empty_summary(topic: str, cluster: str, namespace: str) -> Message:
+    summary: Message = {"type": "mirror.many", "changed": 0, "deleted": 0, "events": 0}
+    summary["kinds"] = set()
+    if topic != "k8s":
+        summary["cluster"] = cluster
+    if "/" in topic:
+        summary["namespace"] = namespace
+    return summary
+
+
+def _cluster_name_if_cached(instance: ClusterResource | ClusterEvent) -> str:
+    """The cluster's name when the instance already holds its Cluster (no query)."""
+    field = type(instance)._meta.get_field("cluster")
+    if field.is_cached(instance):
+        return str(instance.cluster.name)
+    return ""
+
+
+def _queue_mirrored(using: str, instance: Model, *, deleted: bool) -> None:
+    if isinstance(instance, ClusterResource):
+        message = resource_message(instance, deleted=deleted)
+    elif isinstance(instance, ClusterEvent):
+        message = cluster_event_message(instance, deleted=deleted)
+    else:
+        return
+    key = (type(instance).__name__, instance.pk)
+    name = _cluster_name_if_cached(instance)
+    _queue_mirror(using, key, instance.cluster_id, instance.namespace, message, name)
+
+
+def _cluster_snapshot(cluster: Cluster) -> tuple[Any, ...]:
+    # __dict__: a deferred field is not loaded just to take the snapshot.
+    return tuple(cluster.__dict__.get(field) for field in _CLUSTER_WATCHED)
+
+
+# What a Cluster looked like when loaded (or last published), in the instance's __dict__.
+_SNAPSHOT = "_live_snapshot"
+
+
+def _on_cluster_init(sender: type[Model], instance: Cluster, **kwargs: Any) -> None:
+    instance.__dict__[_SNAPSHOT] = _cluster_snapshot(instance)
+
+
+def _on_cluster_save(sender: type[Model], instance: Cluster, **kwargs: Any) -> None:
+    if kwargs.get("raw"):
+        return
+    try:
+        snapshot = _cluster_snapshot(instance)
+        if not kwargs.get("created") and snapshot == instance.__dict__.get(_SNAPSHOT):
+            return
+        instance.__dict__[_SNAPSHOT] = snapshot
+        _queue_cluster(kwargs.get("using") or DEFAULT_DB_ALIAS, instance, deleted=False)
+    except Exception:
+        log.exception("live update for %s failed", instance)
+
+
+def _queue_cluster(using: str, cluster: Cluster, *, deleted: bool) -> None:
+    topics = tuple(topics_for(cluster.name, ""))
+    _queue(using, ("Cluster", cluster.pk), topics, cluster_message(cluster, deleted=deleted))
+    if _subscribers:
+        batch = _current_batch(using)
+        if batch is not None:  # its resources' deletions, flushed after this row is gone
+            batch.cluster_names[cluster.pk] = cluster.name
+
+
 # -- signal receivers -------------------------------------------------------------------------
 
 
@@ -299,7 +510,9 @@ def _on_save(sender: type[Model], instance: Model, **kwargs: Any) -> None:
 
 def _queue_instance(using: str, instance: Model) -> None:
     key = (type(instance).__name__, instance.pk)
-    if isinstance(instance, Certificate):
+    if isinstance(instance, ClusterResource | ClusterEvent):
+        _queue_mirrored(using, instance, deleted=False)
+    elif isinstance(instance, Certificate):
         topics = (DASHBOARD, certificate_topic(instance.name))
         _queue(using, key, topics, certificate_message(instance))
     elif isinstance(instance, CertificateRequest):
@@ -315,7 +528,11 @@ def _queue_instance(using: str, instance: Model) -> None:
 def _on_delete(sender: type[Model], instance: Model, **kwargs: Any) -> None:
     using: str = kwargs.get("using") or DEFAULT_DB_ALIAS
     try:
-        if isinstance(instance, Certificate):
+        if isinstance(instance, ClusterResource | ClusterEvent):
+            _queue_mirrored(using, instance, deleted=True)
+        elif isinstance(instance, Cluster):
+            _queue_cluster(using, instance, deleted=True)
+        elif isinstance(instance, Certificate):
             message = {"type": "certificate.deleted", "name": instance.name}
             topics = (DASHBOARD, certificate_topic(instance.name))
             _queue(using, ("Certificate", instance.pk), topics, message)
@@ -332,6 +549,8 @@ _MODELS: tuple[type[Model], ...] = (
     Challenge,
     Issuer,
     AcmeServer,
+    ClusterResource,
+    ClusterEvent,
 )
 
 
@@ -339,7 +558,9 @@ def connect_signals() -> None:
     """Called once from IssuanceConfig.ready()."""
     for model in _MODELS:
         post_save.connect(_on_save, sender=model, dispatch_uid=f"publish-save-{model.__name__}")
-    for model in (Certificate, Issuer):
+    for model in (Certificate, Issuer, ClusterResource, ClusterEvent, Cluster):
         post_delete.connect(
             _on_delete, sender=model, dispatch_uid=f"publish-delete-{model.__name__}"
         )
+    post_init.connect(_on_cluster_init, sender=Cluster, dispatch_uid="publish-init-Cluster")
+    post_save.connect(_on_cluster_save, sender=Cluster, dispatch_uid="publish-save-Cluster")

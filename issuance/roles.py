@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Exists
+
 VIEWER = "viewer"
 OPERATOR = "operator"
 APPROVER = "approver"
@@ -21,20 +23,48 @@ _IMPLIES: dict[str, frozenset[str]] = {
 }
 
 
-def roles_of(user: Any) -> frozenset[str]:
-    """The roles a user holds, expanded. Superusers are admins. Cached on the user object."""
+def granted_roles(user: Any) -> frozenset[str]:
+    """The roles a user was given, expanded, wherever they apply. Superusers are admins.
+
+    Cached on the user object. One query: the groups, and whether the user is scoped to
+    clusters/namespaces (issuance/clusters/scope.py).
+    """
     if user is None or not getattr(user, "is_authenticated", False):
         return frozenset()
-    cached = getattr(user, "_issuance_roles", None)
+    cached = getattr(user, "_issuance_granted", None)
     if cached is not None:
         return frozenset(cached)
+    scoped = False
     if getattr(user, "is_superuser", False):
         result = frozenset(ROLES)
     else:
-        names = set(user.groups.values_list("name", flat=True))
+        from issuance.models import RoleScope  # roles are read before the models are needed
+
+        rows = user.groups.annotate(
+            scoped=Exists(RoleScope.objects.filter(user_id=user.pk))
+        ).values_list("name", "scoped")
+        names = {name for name, _ in rows}
+        scoped = any(flag for _, flag in rows)
         result = frozenset().union(*(_IMPLIES[n] for n in names if n in _IMPLIES))
-    user._issuance_roles = result
+    user._issuance_granted = result
+    user._issuance_scoped = scoped
     return result
+
+
+def is_scoped(user: Any) -> bool:
+    """Whether the user's roles are limited to clusters/namespaces (RoleScope rows)."""
+    granted_roles(user)
+    return bool(getattr(user, "_issuance_scoped", False))
+
+
+def roles_of(user: Any) -> frozenset[str]:
+    """The roles a user holds console-wide, expanded: the console's own resources and pages.
+
+    A scoped user holds none console-wide; their roles apply to mirrored objects inside
+    their scope only (issuance.clusters.scope.has_scoped_role).
+    """
+    granted = granted_roles(user)
+    return frozenset() if is_scoped(user) else granted
 
 
 def has_role(user: Any, role: str) -> bool:

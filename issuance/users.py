@@ -6,6 +6,7 @@ system keeps an admin holds wherever a user is changed.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterable
 
@@ -17,7 +18,8 @@ from django.db import transaction
 from django.db.models import Q
 
 from issuance import events
-from issuance.roles import ADMIN, ROLES
+from issuance.models import Cluster, RoleScope
+from issuance.roles import ADMIN, ROLES, granted_roles
 
 
 class UserError(ValueError):
@@ -96,6 +98,10 @@ def set_roles(user_pk: int, roles: Iterable[str], *, actor: str) -> AbstractUser
         user = _locked(user_pk)
         if _would_leave_no_admin(user, active=user.is_active, admin=ADMIN in chosen):
             raise UserError("roles", "this would leave no active admin")
+        if ADMIN in chosen and RoleScope.objects.filter(user_id=user.pk).exists():
+            raise UserError(
+                "roles", "an admin cannot be limited to clusters: remove the scopes first"
+            )
         user.groups.set(Group.objects.filter(name__in=chosen))
         events.record(
             "User",
@@ -125,3 +131,77 @@ def set_active(user_pk: int, active: bool, *, actor: str) -> AbstractUser:
                 actor=actor,
             )
     return user
+
+
+# A namespace is a DNS label (RFC 1123), as Kubernetes requires.
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def parse_scopes(text: str) -> list[tuple[str, str]]:
+    """ "prod/team-a, staging" (commas, spaces or lines) -> [("prod", "team-a"), ("staging", "")].
+
+    Raises UserError("scopes") naming the first entry that is not CLUSTER or CLUSTER/NAMESPACE
+    of a known cluster.
+    """
+    entries = [e for e in re.split(r"[\s,]+", text.strip()) if e]
+    known = set(
+        Cluster.objects.filter(name__in={e.split("/")[0] for e in entries}).values_list(
+            "name", flat=True
+        )
+    )
+    out: list[tuple[str, str]] = []
+    for entry in entries:
+        cluster, _, namespace = entry.partition("/")
+        if cluster not in known:
+            raise UserError("scopes", f"{entry!r}: there is no cluster named {cluster!r}")
+        if "/" in entry and not _NAMESPACE.match(namespace):
+            raise UserError(
+                "scopes", f"{entry!r}: {namespace!r} is not a Kubernetes namespace name"
+            )
+        if (cluster, namespace) not in out:
+            out.append((cluster, namespace))
+    return out
+
+
+def set_scopes(user_pk: int, scopes: Iterable[tuple[str, str]], *, actor: str) -> AbstractUser:
+    """Limit the user's roles to these (cluster, namespace) pairs; none = unscoped.
+
+    A scoped user sees and acts on mirrored objects in their scopes only, and on none of the
+    console's own resources (issuance/clusters/scope.py). Admins cannot be scoped.
+    """
+    chosen = sorted(set(scopes))
+    with transaction.atomic():
+        user = _locked(user_pk)
+        if chosen and (user.is_superuser or ADMIN in granted_roles(user)):
+            raise UserError(
+                "scopes", "an admin cannot be limited to clusters: remove the admin role first"
+            )
+        clusters = dict(
+            Cluster.objects.filter(name__in={c for c, _ in chosen}).values_list("name", "pk")
+        )
+        missing = sorted({c for c, _ in chosen} - set(clusters))
+        if missing:
+            raise UserError("scopes", f"there is no cluster named {missing[0]!r}")
+        RoleScope.objects.filter(user_id=user.pk).delete()
+        RoleScope.objects.bulk_create(
+            RoleScope(user_id=user.pk, cluster_id=clusters[c], namespace=ns) for c, ns in chosen
+        )
+        described = ", ".join(f"{c}/{ns}" if ns else f"{c} (all namespaces)" for c, ns in chosen)
+        events.record(
+            "User",
+            user.get_username(),
+            "ScopesChanged",
+            f"limited to {described}" if chosen else "unscoped: roles apply everywhere",
+            actor=actor,
+        )
+    return user
+
+
+def scopes_text(user_pk: int) -> str:
+    """The user's scopes as the Users page shows and takes them."""
+    return ", ".join(
+        f"{c}/{ns}" if ns else c
+        for c, ns in RoleScope.objects.filter(user_id=user_pk).values_list(
+            "cluster__name", "namespace"
+        )
+    )

@@ -13,7 +13,9 @@ set -euo pipefail
 KUBE_VERSION=${KUBE_VERSION:-v1.20.2}
 KUBE_DEB_VERSION=${KUBE_DEB_VERSION:-1.20.5+really1.20.2-1.1+deb12u1}
 CACHE_ROOT=${KUBE_CACHE_DIR:-/var/cache/issuance-console/kube}
-CACHE=$CACHE_ROOT/$KUBE_VERSION
+# The "-reflect2" suffix keeps a binary built before the reflect2 swap below (which dies on
+# the first custom resource) from being taken from an older cache.
+CACHE=$CACHE_ROOT/$KUBE_VERSION-reflect2
 BIN=$CACHE/kube-apiserver
 
 # etcd-server is checked too: the tests run kube-apiserver against Debian's etcd.
@@ -33,6 +35,11 @@ test -x /usr/bin/etcd || need+=(etcd-server)
 command -v rsync >/dev/null || need+=(rsync)
 command -v dpkg-source >/dev/null || need+=(dpkg-dev)
 command -v make >/dev/null || need+=(make)
+# The tree vendors github.com/modern-go/reflect2 v1.0.1, whose map iteration is broken on
+# Go >= 1.18: kube-apiserver dies with SIGSEGV (aeshashbody/mapiterinit) on the first custom
+# resource it stores. Debian's package (1.0.2, from the machine's own apt sources) replaces it.
+REFLECT2=/usr/share/gocode/src/github.com/modern-go/reflect2
+test -f "$REFLECT2/reflect2.go" || need+=(golang-github-modern-go-reflect2-dev)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   $SUDO apt-get update -qq
@@ -86,6 +93,14 @@ if [ -z "$SRCDIR" ] || [ ! -f "$SRCDIR/Makefile" ]; then
   (cd "$WORK" && dpkg-source --no-check --skip-patches -x "$DSC" src >&2)
   SRCDIR=$WORK/src
 fi
+
+log "replacing the vendored reflect2 with Debian's $(dpkg-query -W -f '${Version}' golang-github-modern-go-reflect2-dev)"
+rm -rf "$SRCDIR/vendor/github.com/modern-go/reflect2"
+mkdir -p "$SRCDIR/vendor/github.com/modern-go/reflect2"
+# Only the Go sources: the package also carries tests, which `-mod=vendor` would not build.
+find "$REFLECT2" -maxdepth 1 -type f -name '*.go' ! -name '*_test.go' \
+  -exec cp {} "$SRCDIR/vendor/github.com/modern-go/reflect2/" \;
+cp "$REFLECT2"/*.s "$SRCDIR/vendor/github.com/modern-go/reflect2/" 2>/dev/null || true
 
 log "building kube-apiserver in $SRCDIR (several minutes)"
 (

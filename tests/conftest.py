@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -14,6 +15,36 @@ from tests.factories import role_group
 
 REAL_SERVER_MARKERS = ("postgres", "redis", "e2e", "browser", "kube")
 _skipped_real: list[str] = []
+
+
+# Test modules that share one expensive session fixture (kube-apiservers) run in one
+# pytest-xdist worker, so each worker does not start its own.
+SHARED_SERVER_MODULES = (
+    ("tests/clusters/", "kube-cert-manager"),
+    ("tests/browser/test_live_cluster.py", "kube-cert-manager"),
+    ("tests/kube/", "kube-csr"),
+)
+
+
+def worker_group(nodeid: str) -> str:
+    """The unit of work handed to one pytest-xdist worker: a test module (so module fixtures
+    such as a PowerDNS or Pebble start once), or the modules that share session servers."""
+    module = nodeid.split("::", 1)[0]
+    for prefix, group in SHARED_SERVER_MODULES:
+        if module.startswith(prefix):
+            return group
+    return module
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent when it is not loaded
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    # Not `--dist loadgroup` with xdist_group marks: pytest-xdist 3.8 writes the group into
+    # Item._nodeid, which pytest 9 no longer reads, so the marks are silently ignored.
+    from xdist.scheduler import LoadScopeScheduling
+
+    scheduler = LoadScopeScheduling(config, log)
+    scheduler._split_scope = worker_group  # the scope of a node id: its module, by default
+    return scheduler
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -10,10 +10,19 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from issuance.models import Certificate, CertificateRequest, Challenge, Issuer, Order, Secret
+from issuance.models import (
+    Certificate,
+    CertificateRequest,
+    Challenge,
+    Cluster,
+    Issuer,
+    Order,
+    RoleScope,
+    Secret,
+)
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr
@@ -178,3 +187,31 @@ def role_group(role: str) -> Group:
     """The role's group. A data migration makes them, but a transactional test's flush removes
     them for the tests after it: made here when missing."""
     return Group.objects.get_or_create(name=role)[0]
+
+
+# A kubeconfig that loads but points nowhere: for Cluster rows whose tests need no cluster.
+NOWHERE_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: not-a-real-token}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+"""
+
+
+def make_cluster(name: str, kubeconfig: str = NOWHERE_KUBECONFIG, **fields: Any) -> Cluster:
+    """A Cluster row (kubeconfig stored encrypted, as every way of adding one does)."""
+    cluster = Cluster(name=name, **fields)
+    cluster.kubeconfig = kubeconfig
+    cluster.save()
+    return cluster
+
+
+def scoped_user(username: str, role: str, *scopes: tuple[Cluster, str]) -> User:
+    """A user holding `role`, limited to (cluster, namespace) pairs when any are given
+    ("" = the whole cluster)."""
+    user = User.objects.create_user(username=username, password="pw-" + username)
+    user.groups.add(role_group(role))
+    for cluster, namespace in scopes:
+        RoleScope.objects.create(user=user, cluster=cluster, namespace=namespace)
+    return user

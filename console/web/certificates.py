@@ -14,17 +14,28 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from console.web.access import operator_required, render_page, role_flags, viewer_required
+from console.web.access import (
+    mirror_live_groups,
+    mirror_viewer_required,
+    operator_required,
+    render_page,
+    role_flags,
+    viewer_required,
+)
 from console.web.dashboard import ChallengeStep, challenge_step
 from console.web.forms import CertificateFilterForm, NewCertificateForm, RevokeForm
+from console.web.mirrored_lists import Chained, SourceFilter, filter_choices, mirrored
 from issuance import actions
+from issuance.clusters.scope import sees_own_resources, visible
 from issuance.controllers.acme import health
 from issuance.models import (
     Certificate,
     CertificateRequest,
     Challenge,
+    ClusterResource,
     Event,
     Issuer,
+    MirroredKind,
     Order,
     Revocation,
     Secret,
@@ -60,30 +71,91 @@ def _filtered(form: CertificateFilterForm) -> QuerySet[Certificate]:
     return qs
 
 
+def _mirrored_filtered(
+    form: CertificateFilterForm, request: HttpRequest
+) -> QuerySet[ClusterResource]:
+    """The same filters on mirrored Certificates, read off their derived columns."""
+    qs = mirrored(MirroredKind.CERTIFICATE, request.user, SourceFilter.from_request(request))
+    qs = qs.order_by("cluster__name", "namespace", "name", "id")
+    if not form.is_valid():
+        return qs
+    data = form.cleaned_data
+    now = timezone.now()
+    if data["q"]:
+        qs = qs.filter(name__icontains=data["q"].strip())
+    state = data["state"]
+    if state == "Ready":
+        qs = qs.filter(ready="True")
+    elif state == "Failed":
+        qs = qs.filter(last_failure_time__isnull=False)
+    elif state == "Expired":
+        qs = qs.filter(not_after__lte=now)
+    elif state == "Issuing":
+        qs = qs.exclude(ready="True").filter(last_failure_time__isnull=True)
+    elif state == "Pending":
+        qs = qs.filter(ready__in=("", "Unknown"))
+    if data["issuer"]:
+        qs = qs.filter(issuer_name=data["issuer"])
+    if data["backoff"]:
+        qs = qs.filter(next_retry_at__gt=now)
+    return qs
+
+
 def _list_context(request: HttpRequest) -> dict[str, Any]:
     form = CertificateFilterForm(request.GET)
-    paginator = Paginator(_filtered(form), PAGE_SIZE)
-    page = paginator.get_page(request.GET.get("page"))
-    rows = [(cert, health.outage_of_issuer(cert.issuer_id)) for cert in page.object_list]
+    source = SourceFilter.from_request(request)
+    own = _filtered(form) if source.shows_own(request.user) else None
+    chained = Chained(own, _mirrored_filtered(form, request))
+    page = Paginator(chained, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [
+        (row, None, True)
+        if isinstance(row, ClusterResource)
+        else (row, health.outage_of_issuer(row.issuer_id), False)
+        for row in page.object_list
+    ]
     return {
         **role_flags(request),  # the partial's checkboxes are for operators only
         "form": form,
         "page": page,
         "certificates": page.object_list,
         "rows": rows,
+        "has_mirrored": source.shows_mirrored(),
+        # Bulk actions ("all matching") act on the console's own certificates only.
+        "own_count": chained.own_count(),
     }
 
 
-@viewer_required
+def _issuer_names(request: HttpRequest) -> list[str]:
+    """The issuer filter's choices: own issuers (for users who see them) and the issuers
+    the visible mirrored Certificates name."""
+    names: set[str] = set()
+    if sees_own_resources(request.user):
+        names.update(Issuer.objects.order_by("name").values_list("name", flat=True)[:200])
+    mirrored_names = (
+        visible(ClusterResource.objects.filter(kind=MirroredKind.CERTIFICATE), request.user)
+        .exclude(issuer_name="")
+        .order_by("issuer_name")
+        .values_list("issuer_name", flat=True)
+        .distinct()[:200]
+    )
+    names.update(mirrored_names)
+    return sorted(names)
+
+
+@mirror_viewer_required
 def certificate_list(request: HttpRequest) -> HttpResponse:
     context = _list_context(request)
-    context["issuer_names"] = list(
-        Issuer.objects.order_by("name").values_list("name", flat=True)[:200]
+    context.update(filter_choices(request, MirroredKind.CERTIFICATE))
+    context["issuer_names"] = _issuer_names(request)
+    return render_page(
+        request,
+        "console/certificates/list.html",
+        context,
+        live_groups=mirror_live_groups(request, "dashboard"),
     )
-    return render_page(request, "console/certificates/list.html", context)
 
 
-@viewer_required
+@mirror_viewer_required
 def certificate_list_partial(request: HttpRequest) -> HttpResponse:
     return render(request, "console/partials/certificate_table.html", _list_context(request))
 

@@ -8,9 +8,10 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from console.web.access import render_page, viewer_required
+from console.web.access import mirror_live_groups, mirror_viewer_required, render_page
 from console.web.dashboard import challenge_step
-from issuance.models import Challenge
+from console.web.mirrored_lists import Chained, SourceFilter, filter_choices, mirrored
+from issuance.models import Challenge, ClusterResource, MirroredKind
 
 PAGE_SIZE = 50
 # The filter matches the scheduler's view of a challenge, so each uses an index.
@@ -19,6 +20,8 @@ STATUS_FILTERS = {
     "processing": {"processing": True},
     "finished": {"finished": True},
 }
+# cert-manager's Challenge status.state values that end a challenge.
+MIRRORED_FINAL_STATES = ("valid", "invalid", "errored", "expired")
 
 
 def _context(request: HttpRequest) -> dict[str, Any]:
@@ -41,20 +44,47 @@ def _context(request: HttpRequest) -> dict[str, Any]:
         challenges = challenges.order_by("-created_at", "-id")
     else:
         challenges = challenges.order_by("created_at", "id")
-    page = Paginator(challenges, PAGE_SIZE).get_page(request.GET.get("page"))
+    source = SourceFilter.from_request(request)
+    own = challenges if source.shows_own(request.user) else None
+    page = Paginator(Chained(own, _mirrored(request, source, status)), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     return {
         "page": page,
-        "challenges": [(c, challenge_step(c)) for c in page.object_list],
+        "challenges": [
+            (row, None) if isinstance(row, ClusterResource) else (row, challenge_step(row))
+            for row in page.object_list
+        ],
         "status": status,
         "statuses": list(STATUS_FILTERS),
+        "has_mirrored": source.shows_mirrored(),
     }
 
 
-@viewer_required
+def _mirrored(request: HttpRequest, source: SourceFilter, status: str) -> Any:
+    """Mirrored Challenges with the same status filter, read off status.state (cert-manager
+    has no queue: a challenge without a state is waiting, one with a final state is done)."""
+    qs = mirrored(MirroredKind.CHALLENGE, request.user, source)
+    if status == "finished":
+        return qs.filter(state__in=MIRRORED_FINAL_STATES).order_by("-observed_at", "-id")
+    if status == "processing":
+        qs = qs.exclude(state__in=MIRRORED_FINAL_STATES).exclude(state="")
+    elif status == "queued":
+        qs = qs.filter(state="")
+    return qs.order_by("observed_at", "id")
+
+
+@mirror_viewer_required
 def challenge_list(request: HttpRequest) -> HttpResponse:
-    return render_page(request, "console/challenges.html", _context(request))
+    context = {**_context(request), **filter_choices(request, MirroredKind.CHALLENGE)}
+    return render_page(
+        request,
+        "console/challenges.html",
+        context,
+        live_groups=mirror_live_groups(request, "dashboard"),
+    )
 
 
-@viewer_required
+@mirror_viewer_required
 def challenge_list_partial(request: HttpRequest) -> HttpResponse:
     return render(request, "console/partials/challenge_table.html", _context(request))

@@ -13,13 +13,16 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from console.web.access import render_page, viewer_required
+from console.web.access import mirror_live_groups, mirror_viewer_required, render_page
 from console.web.charts import charts
+from console.web.mirrored_dashboard import clusters_context
+from issuance.clusters.scope import sees_own_resources
 from issuance.controllers.acme import health
 from issuance.models import (
     FINAL_CHALLENGE_STATES,
@@ -193,17 +196,31 @@ SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
 }
 
 
-@viewer_required
+@mirror_viewer_required
 def dashboard(request: HttpRequest) -> HttpResponse:
+    """Scoped users get the mirrored section only (nothing of the console's own)."""
     context: dict[str, Any] = {}
-    for build in SECTIONS.values():
-        context.update(build())
-    return render_page(request, "console/dashboard.html", context)
+    if sees_own_resources(request.user):
+        for build in SECTIONS.values():
+            context.update(build())
+    context.update(clusters_context(request))
+    return render_page(
+        request,
+        "console/dashboard.html",
+        context,
+        live_groups=mirror_live_groups(request, "dashboard"),
+    )
 
 
-@viewer_required
+@mirror_viewer_required
 def dashboard_partial(request: HttpRequest, section: str) -> HttpResponse:
+    if section == "clusters":
+        return render(
+            request, "console/partials/dashboard_clusters.html", clusters_context(request)
+        )
     build = SECTIONS.get(section)
     if build is None:
         raise Http404(section)
+    if not sees_own_resources(request.user):
+        raise PermissionDenied("the console's own resources are outside your scope")
     return render(request, f"console/partials/dashboard_{section}.html", build())

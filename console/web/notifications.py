@@ -134,31 +134,41 @@ def notification_page(request: HttpRequest) -> HttpResponse:
     return render_page(request, "console/notifications.html", _context(request))
 
 
+def _save_channel(
+    request: HttpRequest,
+    form: ChannelForm,
+    channel: NotificationChannel | None,
+    name: str,
+) -> bool:
+    """Save a valid form through channels.save; its errors go next to their fields."""
+    data = form.cleaned_data
+    try:
+        channels.save(
+            channel,
+            name,
+            channels.ChannelInput(
+                url=data["url"] or None,
+                secret=data["secret"] or None,
+                rate_limit_per_hour=data["rate_limit_per_hour"],
+                digest_hour=data["digest_hour"],
+                digest_hour_set=True,
+            ),
+            request.user.get_username(),
+        )
+    except channels.ChannelError as exc:
+        for field, error in exc.errors.items():
+            form.add_error(field if field in form.fields else None, error)
+        return False
+    return True
+
+
 @require_POST
 @admin_required
 def channel_create(request: HttpRequest) -> HttpResponse:
     form = ChannelForm(request.POST)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            channels.save(
-                None,
-                data["name"],
-                channels.ChannelInput(
-                    url=data["url"],
-                    secret=data["secret"] or None,
-                    rate_limit_per_hour=data["rate_limit_per_hour"],
-                    digest_hour=data["digest_hour"],
-                    digest_hour_set=True,
-                ),
-                request.user.get_username(),
-            )
-        except channels.ChannelError as exc:
-            for field, error in exc.errors.items():
-                form.add_error(field if field in form.fields else None, error)
-        else:
-            messages.success(request, f"Channel {data['name']} added.")
-            return redirect("web:notifications")
+    if form.is_valid() and _save_channel(request, form, None, form.cleaned_data["name"]):
+        messages.success(request, f"Channel {form.cleaned_data['name']} added.")
+        return redirect("web:notifications")
     return render_page(
         request, "console/notifications.html", _context(request, channel_form=form), status=400
     )
@@ -171,27 +181,9 @@ def channel_edit(request: HttpRequest, name: str) -> HttpResponse:
     status = 200
     if request.method == "POST":
         form = ChannelEditForm(request.POST)
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                channels.save(
-                    channel,
-                    name,
-                    channels.ChannelInput(
-                        url=data["url"] or None,
-                        secret=data["secret"] or None,
-                        rate_limit_per_hour=data["rate_limit_per_hour"],
-                        digest_hour=data["digest_hour"],
-                        digest_hour_set=True,
-                    ),
-                    request.user.get_username(),
-                )
-            except channels.ChannelError as exc:
-                for field, error in exc.errors.items():
-                    form.add_error(field if field in form.fields else None, error)
-            else:
-                messages.success(request, f"Channel {name} changed.")
-                return redirect("web:notifications")
+        if form.is_valid() and _save_channel(request, form, channel, name):
+            messages.success(request, f"Channel {name} changed.")
+            return redirect("web:notifications")
         status = 400
     else:
         form = ChannelEditForm(

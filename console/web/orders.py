@@ -8,13 +8,22 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from console.web.access import render_page, viewer_required
-from issuance.models import Order, OrderState
+from console.web.access import mirror_live_groups, mirror_viewer_required, render_page
+from console.web.mirrored_lists import (
+    Chained,
+    SourceFilter,
+    filter_choices,
+    mirrored,
+    rows_with_flags,
+)
+from issuance.models import MirroredKind, Order, OrderState
 
 PAGE_SIZE = 50
 
 
 def _context(request: HttpRequest) -> dict[str, Any]:
+    """Own orders, then the mirrored cert-manager Orders of the user's scope, as one list."""
+    source = SourceFilter.from_request(request)
     orders = (
         Order.objects.select_related("issuer", "request", "request__certificate")
         .defer(
@@ -26,18 +35,36 @@ def _context(request: HttpRequest) -> dict[str, Any]:
         )
         .order_by("-created_at", "-id")
     )
+    mirrored_orders = mirrored(MirroredKind.ORDER, request.user, source).order_by(
+        "-observed_at", "-id"
+    )
     state = request.GET.get("state", "")
     if state and state in OrderState.values:
         orders = orders.filter(state=state)
-    page = Paginator(orders, PAGE_SIZE).get_page(request.GET.get("page"))
-    return {"page": page, "orders": page.object_list, "states": OrderState.choices, "state": state}
+        mirrored_orders = mirrored_orders.filter(state=state)
+    own = orders if source.shows_own(request.user) else None
+    chained = Chained(own, mirrored_orders)
+    page = Paginator(chained, PAGE_SIZE).get_page(request.GET.get("page"))
+    return {
+        "page": page,
+        "orders": rows_with_flags(request.user, page.object_list),
+        "states": OrderState.choices,
+        "state": state,
+        "has_mirrored": source.shows_mirrored(),
+    }
 
 
-@viewer_required
+@mirror_viewer_required
 def order_list(request: HttpRequest) -> HttpResponse:
-    return render_page(request, "console/orders.html", _context(request))
+    context = {**_context(request), **filter_choices(request, MirroredKind.ORDER)}
+    return render_page(
+        request,
+        "console/orders.html",
+        context,
+        live_groups=mirror_live_groups(request, "dashboard"),
+    )
 
 
-@viewer_required
+@mirror_viewer_required
 def order_list_partial(request: HttpRequest) -> HttpResponse:
     return render(request, "console/partials/order_table.html", _context(request))

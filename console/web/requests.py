@@ -11,10 +11,23 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from console.web.access import approver_required, render_page, role_flags, viewer_required
+from console.web.access import (
+    approver_required,
+    mirror_live_groups,
+    mirror_viewer_required,
+    render_page,
+    role_flags,
+)
 from console.web.forms import DecisionForm
+from console.web.mirrored_lists import (
+    Chained,
+    SourceFilter,
+    filter_choices,
+    mirrored,
+    mirrored_request,
+)
 from issuance import actions
-from issuance.models import Approval, CertificateRequest
+from issuance.models import Approval, CertificateRequest, ClusterResource, MirroredKind
 from issuance.pki.csr import CSRError, CSRInfo, parse_csr
 
 PAGE_SIZE = 25
@@ -36,26 +49,50 @@ def _decode(cr: CertificateRequest) -> PendingRequest:
 
 
 def _queue_context(request: HttpRequest) -> dict[str, Any]:
-    pending = (
-        CertificateRequest.objects.filter(approval=Approval.PENDING)
-        .select_related("issuer", "certificate")
-        .defer("certificate_pem", "ca_pem", "certificate__next_private_key_ciphertext")
-        .order_by("created_at", "id")
+    """Own pending requests first, then the mirrored pending CertificateRequests (neither
+    Approved nor Denied) of the user's scope, paged as one list."""
+    source = SourceFilter.from_request(request)
+    pending = None
+    if source.shows_own(request.user):
+        pending = (
+            CertificateRequest.objects.filter(approval=Approval.PENDING)
+            .select_related("issuer", "certificate")
+            .defer("certificate_pem", "ca_pem", "certificate__next_private_key_ciphertext")
+            .order_by("created_at", "id")
+        )
+    mirrored_pending = (
+        mirrored(MirroredKind.CERTIFICATE_REQUEST, request.user, source)
+        .filter(state="")
+        .order_by("observed_at", "id")
     )
-    page = Paginator(pending, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(Chained(pending, mirrored_pending), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     return {
         **role_flags(request),
         "page": page,
-        "pending": [_decode(cr) for cr in page.object_list],
+        "pending": [
+            mirrored_request(request.user, row)
+            if isinstance(row, ClusterResource)
+            else _decode(row)
+            for row in page.object_list
+        ],
     }
 
 
-@viewer_required
+@mirror_viewer_required
 def approval_queue(request: HttpRequest) -> HttpResponse:
-    return render_page(request, "console/requests.html", _queue_context(request))
+    context = _queue_context(request)
+    context.update(filter_choices(request, MirroredKind.CERTIFICATE_REQUEST))
+    return render_page(
+        request,
+        "console/requests.html",
+        context,
+        live_groups=mirror_live_groups(request, "dashboard"),
+    )
 
 
-@viewer_required
+@mirror_viewer_required
 def approval_queue_partial(request: HttpRequest) -> HttpResponse:
     return render(request, "console/partials/request_queue.html", _queue_context(request))
 

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 
 from console.web.access import admin_required, render_page
 from issuance import users
+from issuance.models import Cluster, RoleScope
 from issuance.roles import ROLES
 
 PAGE_SIZE = 50
@@ -41,11 +42,16 @@ class RolesForm(forms.Form):
 
 def _context(request: HttpRequest, form: NewUserForm | None = None) -> dict[str, Any]:
     everyone = User.objects.order_by("username").prefetch_related(
-        Prefetch("groups", queryset=Group.objects.only("id", "name"))
+        Prefetch("groups", queryset=Group.objects.only("id", "name")),
+        Prefetch("role_scopes", queryset=RoleScope.objects.select_related("cluster")),
     )
     page = Paginator(everyone, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [
-        (u, sorted({g.name for g in u.groups.all()} | ({"admin"} if u.is_superuser else set())))
+        (
+            u,
+            sorted({g.name for g in u.groups.all()} | ({"admin"} if u.is_superuser else set())),
+            ", ".join(str(scope).removesuffix("/*") for scope in u.role_scopes.all()),
+        )
         for u in page.object_list
     ]
     return {
@@ -54,6 +60,7 @@ def _context(request: HttpRequest, form: NewUserForm | None = None) -> dict[str,
         "roles": ROLES,
         "form": form or NewUserForm(),
         "me": request.user.pk,
+        "has_clusters": Cluster.objects.exists(),
     }
 
 
@@ -125,3 +132,18 @@ def user_disable(request: HttpRequest, pk: int) -> HttpResponse:
 @admin_required
 def user_enable(request: HttpRequest, pk: int) -> HttpResponse:
     return _set_active(request, pk, active=True)
+
+
+@require_POST
+@admin_required
+def user_scopes(request: HttpRequest, pk: int) -> HttpResponse:
+    """Limit a user's roles to clusters/namespaces ("prod/team-a, staging"); empty = unscoped."""
+    user = get_object_or_404(User, pk=pk)
+    try:
+        scopes = users.parse_scopes(str(request.POST.get("scopes", "")))
+        users.set_scopes(user.pk, scopes, actor=request.user.get_username())
+    except users.UserError as exc:
+        messages.error(request, f"{user.username}: scopes not saved: {exc}")
+    else:
+        messages.success(request, f"Scopes of {user.username} saved.")
+    return redirect("web:users")

@@ -16,7 +16,8 @@ than repeated on every view (console.unavailable adds 503 to every operation):
   bootstrap API's 429.
 
 A `{name}` path parameter is always a resource name (a Kubernetes object name), so it gets
-that pattern: a name that cannot exist is answered 404 without a query.
+that pattern: a name that cannot exist is answered 404 without a query. Cluster mode's
+`{cluster}` and `{namespace}` are DNS labels (`{cluster}` may be "-": every cluster).
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ from issuance.models.base import NAME_RE
 
 NAME_MAX_LENGTH = 253
 NAME_SCHEMA = {"type": "string", "pattern": NAME_RE.pattern, "maxLength": NAME_MAX_LENGTH}
+# Cluster mode's path parameters (issuance/api/mirrored.py): a cluster name ("-" for every
+# cluster, in lists) and a namespace are DNS labels.
+DNS_LABEL = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+PATH_SCHEMAS = {
+    "name": NAME_SCHEMA,
+    "cluster": {"type": "string", "pattern": f"^(-|{DNS_LABEL})$", "maxLength": 63},
+    "namespace": {"type": "string", "pattern": f"^{DNS_LABEL}$", "maxLength": 63},
+}
 
 ERROR = "Error"
 VALIDATION_ERROR = "ValidationError"
@@ -119,6 +128,6 @@ class AutoSchema(SpectacularAutoSchema):
     def _get_parameters(self) -> list[dict[str, Any]]:
         parameters: list[dict[str, Any]] = super()._get_parameters()
         for parameter in parameters:
-            if parameter["in"] == "path" and parameter["name"] == "name":
-                parameter["schema"] = dict(NAME_SCHEMA)
+            if parameter["in"] == "path" and parameter["name"] in PATH_SCHEMAS:
+                parameter["schema"] = dict(PATH_SCHEMAS[parameter["name"]])
         return parameters

@@ -9,11 +9,13 @@ from rest_framework.routers import DefaultRouter
 from issuance.api.certificaterequests import CertificateRequestViewSet
 from issuance.api.certificates import CertificateViewSet
 from issuance.api.challenges import ChallengeViewSet
+from issuance.api.clusters import ClusterViewSet
 from issuance.api.downloadtokens import DownloadTokenViewSet
 from issuance.api.errors import not_found
 from issuance.api.events import EventViewSet
 from issuance.api.issuancewebhooks import IssuanceWebhookViewSet, WebhookDeliveryViewSet
 from issuance.api.issuers import IssuerViewSet
+from issuance.api.mirrored import routes as mirrored_routes
 from issuance.api.notifications import NotificationChannelViewSet
 from issuance.api.orders import OrderViewSet
 from issuance.api.scheduler import SchedulerView
@@ -34,6 +36,10 @@ router.register("downloadtokens", DownloadTokenViewSet, basename="downloadtoken"
 router.register(
     "notification-channels", NotificationChannelViewSet, basename="notification-channel"
 )
+# cert-manager cluster mode: clusters, their mirrored objects and the actions queued on them.
+router.register("clusters", ClusterViewSet, basename="cluster")
+for prefix, viewset, basename in mirrored_routes():
+    router.register(prefix, viewset, basename=basename)
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/scheduler/", SchedulerView.as_view(), name="api-scheduler"),

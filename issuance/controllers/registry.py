@@ -90,11 +90,13 @@ def controllers() -> list[Controller]:
 
 def steps() -> list[Step]:
     from issuance import scheduler
+    from issuance.clusters import sync as cluster_sync  # one cheap query while no clusters
     from issuance.kube import connector  # a no-op unless KUBE_CONNECTOR=1
     from issuance.notifications import step as notifications
 
     return [
         Step("challenge-scheduler", scheduler.schedule_pass, urgent=scheduler.queue_changed),
         Step("kube-connector", connector.step),
+        Step("cluster-sync", cluster_sync.step, urgent=cluster_sync.changed),
         Step("notifications", notifications.step, urgent=notifications.wake),
     ]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from issuance.kube import config, mirror, secrets, writeback
 from issuance.kube.client import KubeApi
-from issuance.kube.watcher import Batch, Watcher
+from issuance.kube.watcher import Batch, csr_watcher
 from issuance.models import KubeCSR
 from issuance.worker.wakeup import local_wakeup
 
@@ -37,7 +37,7 @@ class Connector:
     ) -> None:
         self.api_factory = api_factory
         kwargs = {"watch_seconds": watch_seconds} if watch_seconds else {}
-        self.watcher = Watcher(api_factory, on_event=wake, **kwargs)
+        self.watcher = csr_watcher(api_factory, on_event=wake, **kwargs)
         self._api: KubeApi | None = None
         self._retry_at: dict[tuple[str, int], tuple[float, int]] = {}
         self.conflicts = 0  # 409s met and retried (for tests and logs)

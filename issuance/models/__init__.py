@@ -13,6 +13,10 @@ from issuance.models.challenge import (
     ChallengeState,
     ChallengeType,
 )
+from issuance.models.cluster import Cluster, ClusterState
+from issuance.models.clusteraction import ClusterAction, ClusterActionKind, ClusterActionState
+from issuance.models.clusterevent import ClusterEvent
+from issuance.models.clusterresource import ClusterResource, MirroredKind
 from issuance.models.downloadtoken import DownloadToken
 from issuance.models.event import Event
 from issuance.models.issuancewebhook import (
@@ -33,6 +37,7 @@ from issuance.models.notification import (
 from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
 from issuance.models.owner import certificate_name_of
 from issuance.models.revocation import REASONS, Revocation, RevocationState
+from issuance.models.rolescope import RoleScope
 from issuance.models.secret import Secret
 from issuance.models.secretexport import SecretExport
 
@@ -53,6 +58,13 @@ __all__ = [
     "Challenge",
     "ChallengeState",
     "ChallengeType",
+    "Cluster",
+    "ClusterAction",
+    "ClusterActionKind",
+    "ClusterActionState",
+    "ClusterEvent",
+    "ClusterResource",
+    "ClusterState",
     "DeliveryEvent",
     "DeliveryState",
     "DownloadToken",
@@ -63,6 +75,7 @@ __all__ = [
     "IssuerKind",
     "ItemState",
     "KubeCSR",
+    "MirroredKind",
     "Notification",
     "NotificationChannel",
     "NotificationCondition",
@@ -72,6 +85,7 @@ __all__ = [
     "RequestState",
     "Revocation",
     "RevocationState",
+    "RoleScope",
     "Secret",
     "SecretExport",
     "WebhookDelivery",

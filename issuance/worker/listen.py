@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 from django.db import connection
 
-from issuance.worker.wakeup import NOTIFY_CHANNEL
+from issuance.worker.wakeup import NOTIFY_CHANNEL, STEPS_PAYLOAD
 
 log = logging.getLogger("issuance.worker")
 
@@ -34,6 +34,8 @@ class Listener:
         self._conn: psycopg.Connection[Any] | None = None
         # Logged once per failure streak (the worker logs the outage itself).
         self._failing = False
+        # A notification asked for the steps (wakeup.request_steps); the loop clears it.
+        self.steps_requested = False
         # LISTEN before the worker's first look for work, or a NOTIFY sent in between is lost.
         self._connect()
 
@@ -67,11 +69,12 @@ class Listener:
             return True
         try:
             got = False
-            for _ in conn.notifies(timeout=timeout, stop_after=1):
+            for note in conn.notifies(timeout=timeout, stop_after=1):
                 got = True
+                self.steps_requested |= note.payload == STEPS_PAYLOAD
             if got:  # several wake-ups in a burst make one pass, not many
-                for _ in conn.notifies(timeout=0.0):
-                    pass
+                for note in conn.notifies(timeout=0.0):
+                    self.steps_requested |= note.payload == STEPS_PAYLOAD
             return got
         except psycopg.Error as exc:
             if not self._failing:

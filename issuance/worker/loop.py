@@ -52,7 +52,7 @@ from issuance.worker.heartbeat import Heartbeat
 from issuance.worker.listen import Listener, SqliteWatcher
 from issuance.worker.load import Loaders
 from issuance.worker.outage import DatabaseOutage
-from issuance.worker.wakeup import local_wakeup
+from issuance.worker.wakeup import local_wakeup, steps_requested
 
 log = logging.getLogger("issuance.worker")
 
@@ -303,10 +303,14 @@ class Worker:
 
     def run_steps(self, force: bool = True) -> bool:
         """Run the global steps. With force=False (the busy loop) a step runs every
-        STEP_INTERVAL, or sooner when asked for (its `urgent` event), but not more often than
-        every STEP_MIN_GAP: a burst of new challenges makes one scheduling pass, not many."""
+        STEP_INTERVAL, or sooner when asked for (its `urgent` event, or a request_steps()
+        from this or another process), but not more often than every STEP_MIN_GAP: a burst
+        of new challenges makes one scheduling pass, not many."""
         now = time.monotonic()
-        periodic = force or now - self._steps_at >= STEP_INTERVAL
+        asked = steps_requested.is_set()
+        if asked:
+            steps_requested.clear()
+        periodic = force or asked or now - self._steps_at >= STEP_INTERVAL
         if periodic:
             self._steps_at = now
         did = False
@@ -493,6 +497,9 @@ class Worker:
             # In slices, so that a stop or an in-process wake-up is seen within SLICE.
             if listener is not None:
                 if listener.wait(min(left, SLICE)):
+                    if listener.steps_requested:  # another process asked for the steps
+                        listener.steps_requested = False
+                        steps_requested.set()
                     return
             elif local_wakeup.wait(min(left, SLICE)):
                 return

@@ -143,6 +143,27 @@ class Wake:
         woken()
 
 
+# NOTIFY payload asking workers to run their steps now (not only look for due rows): sent
+# for rare, user-made requests that a step carries out (a cluster write-back).
+STEPS_PAYLOAD = "steps"
+# Set in this process for the same request; the in-process worker reads and clears it.
+steps_requested = threading.Event()
+
+
+def request_steps() -> None:
+    """After commit: every worker runs its steps at its next wake-up, in this process and in
+    others. Not debounced: it is sent per user action, never per row."""
+
+    def send() -> None:
+        steps_requested.set()
+        local_wakeup.set()
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, STEPS_PAYLOAD])
+
+    transaction.on_commit(send)
+
+
 def woken(at: datetime | None = None) -> None:
     """After a wake-up was stored: tell the workers (after commit) when it is due now."""
     if at is None or at <= timezone.now():

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from pytest_django import DjangoAssertNumQueries
 from rest_framework.test import APIClient
 
+from issuance.controllers.acme import health
 from issuance.models import CertificateRequest, Event
 from tests.factories import csr_pem, make_certificate, make_order, make_selfsigned_issuer
 
@@ -44,11 +45,15 @@ def _populate(start: int, stop: int) -> None:
         Event.objects.create(kind="Certificate", name=cert.name, reason="Test")
 
 
-def _measure(client: APIClient, url: str) -> tuple[int, int]:
+def _measure(client: APIClient, url: str) -> tuple[list[str], int]:
+    # Both measures start from the same state of the process's short-lived caches (the ACME
+    # outages are read at most once a second): a loaded machine once made only one of them
+    # read it, which is not growth with the page size.
+    health.forget()
     with CaptureQueriesContext(connection) as ctx:
         response = client.get(url + "?limit=100")
     assert response.status_code == 200
-    return len(ctx.captured_queries), len(response.json()["results"])
+    return [q["sql"] for q in ctx.captured_queries], len(response.json()["results"])
 
 
 @pytest.mark.parametrize("url", LIST_URLS)
@@ -66,6 +71,6 @@ def test_list_queries_do_not_grow_with_page_size(
     _populate(5, 50)
     large_queries, large_rows = _measure(client, url)
     assert large_rows >= small_rows + 45
-    assert large_queries == small_queries, (url, small_queries, large_queries)
+    assert len(large_queries) == len(small_queries), (url, small_queries, large_queries)
     with django_assert_max_num_queries(MAX_QUERIES):
         assert client.get(url + "?limit=100").status_code == 200

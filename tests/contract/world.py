@@ -18,7 +18,16 @@ from issuance import actions, webhooks
 from issuance.apitokens import create_token as create_api_token
 from issuance.bootstrap.requests import submit
 from issuance.bootstrap.tokens import create_token
-from issuance.models import AcmeServer, CertificateRequest, Event
+from issuance.clusters.kinds import MIRRORED
+from issuance.models import (
+    AcmeServer,
+    CertificateRequest,
+    Cluster,
+    ClusterAction,
+    ClusterEvent,
+    ClusterResource,
+    Event,
+)
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from issuance.worker.loop import Worker
@@ -95,4 +104,55 @@ def build() -> Credentials:
         "deploy", "https://deploy.invalid/hook", "contract-webhook-secret", actor="admin"
     )
     webhooks.queue_test(hook, actor="admin")
+    _cluster_mode()
     return Credentials(admin_token=token, bootstrap_token=bootstrap)
+
+
+CLUSTER_KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: contract}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+"""
+
+
+def _cluster_mode() -> None:
+    """A cluster (unreachable: no worker runs) with one mirrored object of each kind, a
+    pending and a decided request, a Kubernetes Event and a queued action."""
+    cluster = Cluster(name="prod", created_by="admin")
+    cluster.kubeconfig = CLUSTER_KUBECONFIG
+    cluster.save()
+    for kind in MIRRORED:
+        names = ["web", "web-decided"] if kind.kind == "CertificateRequest" else ["web"]
+        for name in names:
+            ClusterResource.objects.create(
+                cluster=cluster,
+                kind=kind.kind,
+                namespace="team-a" if kind.namespaced else "",
+                name=name,
+                uid=f"uid-{kind.plural}-{name}",
+                body={"metadata": {"name": name}, "spec": {}, "status": {}},
+                state="Approved" if name == "web-decided" else "",
+                certificate_name="web",
+            )
+    ClusterEvent.objects.create(
+        cluster=cluster,
+        uid="event-1",
+        namespace="team-a",
+        involved_kind="Certificate",
+        involved_name="web",
+        reason="Issuing",
+        message="Issuing certificate as Secret does not exist",
+    )
+    ClusterAction.objects.create(
+        cluster=cluster,
+        action="renew",
+        kind="Certificate",
+        namespace="team-a",
+        name="web",
+        uid="uid-certificates-web",
+        actor="admin",
+        reason="ManuallyTriggered",
+    )

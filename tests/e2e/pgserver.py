@@ -202,6 +202,10 @@ class PgServer:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self._popen.pid, signal.SIGKILL)
         self._wait_exit(30)
+        # The backends die a moment after the postmaster. One still attached to the shared
+        # memory makes the next start() refuse ("pre-existing shared memory block is still
+        # in use"), which a loaded machine showed.
+        _wait_group_gone(self._popen.pid, 30)
 
     def _wait_exit(self, timeout: float) -> None:
         assert self._popen is not None
@@ -226,6 +230,31 @@ class PgServer:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
+
+
+def _live_members(pgid: int) -> list[int]:
+    """Processes of process group `pgid` that have not exited (zombies have let go of their
+    memory, so they do not count)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        state, group = fields[0], int(fields[2])
+        if group == pgid and state != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while _live_members(pgid):
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"processes of the killed PostgreSQL still run: {_live_members(pgid)}"
+            )
+        time.sleep(0.02)
 
 
 def start_postgres(workdir: Path | None = None, dbname: str = "issuance") -> PgServer:

@@ -33,7 +33,9 @@ CACHE_ROOT = Path(os.environ.get("KUBE_CACHE_DIR") or "/var/cache/issuance-conso
 
 def apiserver_binary() -> Path | None:
     explicit = os.environ.get("KUBE_APISERVER")
-    path = Path(explicit) if explicit else CACHE_ROOT / KUBE_VERSION / "kube-apiserver"
+    path = (
+        Path(explicit) if explicit else CACHE_ROOT / f"{KUBE_VERSION}-reflect2" / "kube-apiserver"
+    )
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 

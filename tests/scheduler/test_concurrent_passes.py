@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -70,7 +71,10 @@ def test_concurrent_passes_respect_cap_and_keys(settings: Settings) -> None:
     def finish_and_check() -> None:
         try:
             local = random.Random(11)
-            for _ in range(300):
+            # Until all are finished, however slowly the passes run on a loaded machine (a
+            # fixed 300 rounds finished only 35 while another test process took a core).
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
                 problems.extend(violations())
                 running = list(
                     Challenge.objects.filter(processing=True).values_list("pk", flat=True)
@@ -96,4 +100,4 @@ def test_concurrent_passes_respect_cap_and_keys(settings: Settings) -> None:
     assert problems == []
     assert violations() == []
     assert min(passes) > 10, passes  # both really ran passes concurrently
-    assert Challenge.objects.filter(finished=True).count() > 100
+    assert not Challenge.objects.filter(finished=False).exists()  # all ran, within the cap

@@ -1,4 +1,9 @@
-"""`manage.py certctl status|renew|revoke|approve|deny|inspect NAME`: a cmctl for this console."""
+"""`manage.py certctl status|renew|revoke|approve|deny|inspect NAME`: a cmctl for this console.
+
+NAME is one of the console's own resources, or a mirrored cert-manager object addressed as
+CLUSTER/NAMESPACE/NAME (status, renew, approve, deny; issuance/cli/mirrored.py says who
+may act on those).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from issuance import actions
-from issuance.cli import describe
+from issuance.cli import describe, mirrored
+from issuance.clusters import actions as cluster_actions
 from issuance.models import REASONS, Certificate, CertificateRequest
 
 
@@ -50,6 +56,18 @@ class Command(BaseCommand):
 
     def do_status(self, options: dict[str, Any]) -> None:
         name = options["name"]
+        if mirrored.is_path(name):
+            kinds: tuple[str, ...] = (
+                "Certificate",
+                "CertificateRequest",
+                "Issuer",
+                "Order",
+                "Challenge",
+            )
+            if len(name.split("/")) == 2:
+                kinds = ("ClusterIssuer",)
+            self.stdout.write(mirrored.status(mirrored.find(name, *kinds)))
+            return
         cert = Certificate.objects.select_related("issuer").filter(name=name).first()
         if cert is not None:
             self.stdout.write(describe.certificate_status(cert))
@@ -57,8 +75,18 @@ class Command(BaseCommand):
         self.stdout.write(describe.request_status(self._request(name)))
 
     def do_renew(self, options: dict[str, Any]) -> None:
-        certs = list(Certificate.objects.filter(name__in=options["names"]))
-        missing = sorted(set(options["names"]) - {c.name for c in certs})
+        paths = [n for n in options["names"] if mirrored.is_path(n)]
+        names = [n for n in options["names"] if not mirrored.is_path(n)]
+        if paths:
+            user = mirrored.acting_user(options.get("as_user"))
+            rows = [mirrored.find(path, "Certificate") for path in paths]  # all found first
+            for row in rows:
+                queued = self._queue(lambda r=row: cluster_actions.request_renew(r, user))
+                self.stdout.write(mirrored.queued_line(queued, row.cluster.name))
+        if not names:
+            return
+        certs = list(Certificate.objects.filter(name__in=names))
+        missing = sorted(set(names) - {c.name for c in certs})
         if missing:
             raise CommandError(f"certificate not found: {', '.join(missing)}")
         for cert in certs:
@@ -86,7 +114,25 @@ class Command(BaseCommand):
     def do_deny(self, options: dict[str, Any]) -> None:
         self._decide(options, actions.deny, "denied")
 
+    @staticmethod
+    def _queue(queue: Any) -> Any:
+        try:
+            return queue()
+        except actions.ActionError as exc:
+            raise CommandError(str(exc)) from None
+
     def _decide(self, options: dict[str, Any], action: Any, word: str) -> None:
+        if mirrored.is_path(options["name"]):
+            row = mirrored.find(options["name"], "CertificateRequest")
+            user = mirrored.acting_user(options.get("as_user"))
+            decision = cluster_actions.APPROVED if word == "approved" else cluster_actions.DENIED
+            queued = self._queue(
+                lambda: cluster_actions.request_decision(
+                    row, user, decision, options["reason"], options["message"]
+                )
+            )
+            self.stdout.write(mirrored.queued_line(queued, row.cluster.name))
+            return
         cr = self._request(options["name"])
         reason = options["reason"] or ("ApprovedByCLI" if word == "approved" else "DeniedByCLI")
         try:
@@ -97,6 +143,11 @@ class Command(BaseCommand):
 
     def do_inspect(self, options: dict[str, Any]) -> None:
         name = options["name"]
+        if mirrored.is_path(name):
+            raise CommandError(
+                "inspect reads the console's own stored key pairs; for a mirrored object use "
+                "`certctl status CLUSTER/NAMESPACE/NAME`"
+            )
         cert = Certificate.objects.filter(name=name).first()
         if cert is not None:
             self.stdout.write(describe.inspect_certificate(cert))
