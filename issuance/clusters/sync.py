@@ -242,6 +242,9 @@ class Syncer:
         if sync is None:
             return False
         did = self._check(cluster, sync)
+        # The state first: whoever sees a mirrored row sees its cluster Connected (stored
+        # after the rows, a reader could meet the first rows of a cluster still Pending).
+        self._report(cluster, sync)
         batches = sync.drain()
         self._apply(cluster, sync, batches)
         if batches:
@@ -250,7 +253,6 @@ class Syncer:
             cluster.last_sync = timezone.now()
             cluster.save(update_fields=["last_sync"])
             did = True
-        self._report(cluster, sync)
         if cluster.state == ClusterState.CONNECTED:
             did = writeback.run_due(cluster) or did
         return did
