@@ -17,13 +17,13 @@ from rest_framework.test import APIClient
 from issuance.models import (
     Cluster,
     ClusterAction,
-    ClusterEvent,
     ClusterResource,
     Event,
 )
 from tests.clusters.writeback_helpers import mirrored
 from tests.factories import make_cluster as add_cluster
 from tests.factories import scoped_user as user
+from tests.web.mirror_builders import event
 
 pytestmark = pytest.mark.django_db
 
@@ -76,16 +76,7 @@ def world() -> dict[str, Any]:
     web.next_retry_at = failed + timedelta(hours=2)
     web.renewal_time = timezone.now() + timedelta(days=30)
     web.save()
-    ClusterEvent.objects.create(
-        cluster=prod,
-        uid="ev-1",
-        namespace="team-a",
-        involved_kind="Certificate",
-        involved_name="web",
-        reason="Issuing",
-        message="Issuing certificate as Secret does not exist",
-        source="cert-manager-certificates-trigger",
-    )
+    event(prod, web, "Issuing", "Issuing certificate as Secret does not exist")
     return {"prod": prod, "staging": staging, **rows}
 
 

@@ -12,10 +12,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from issuance.models import Cluster, ClusterAction, ClusterEvent, Event
+from issuance.models import Cluster, ClusterAction, Event
 from tests.clusters.writeback_helpers import mirrored
 from tests.factories import make_cluster as add_cluster
 from tests.factories import scoped_user as user
+from tests.web.mirror_builders import event
 
 pytestmark = pytest.mark.django_db
 
@@ -55,16 +56,7 @@ def prod() -> Cluster:
     web.save()
     mirrored(cluster, obj("CertificateRequest", "team-a", "web-1"))
     mirrored(cluster, obj("Certificate", "team-b", "api"))
-    ClusterEvent.objects.create(
-        cluster=cluster,
-        uid="e1",
-        namespace="team-a",
-        involved_kind="Certificate",
-        involved_name="web",
-        reason="Failed",
-        message="The certificate request has failed to complete",
-        source="cert-manager-certificates-issuing",
-    )
+    event(cluster, web, "Failed", "The certificate request has failed to complete")
     return cluster
 
 
