@@ -7,7 +7,8 @@ once instead (a 503, or an HTTP-01 answer from memory), the process keeps a smal
 - up: requests use the database as usual (the check is one unlocked attribute read);
 - down, from the first request that failed because the database could not be reached:
   requests answer at once without it, and a background thread probes it (one statement
-  through the connection pool, as a request would) until it answers, then marks it up.
+  on a connection of its own, opened with the pool's parameters) until it answers, then
+  marks it up.
   So recovery needs no restart, and no request ever waits for a probe.
 
 Each change is logged once (down with the reason; up with the outage's length and how
@@ -108,7 +109,7 @@ class Availability:
             self._prober.daemon = True
         log.warning(
             "database unavailable (%s): answering 503 (HTTP-01 from memory) until it is back",
-            _one_line(exc),
+            one_line(exc),
         )
         self._check_pool()
         self._prober.start()
@@ -122,8 +123,13 @@ class Availability:
             time.sleep(self.PROBE_INTERVAL)
 
     def probe(self) -> bool:
-        """One statement through the pool, as a request would run it (waiting at most the
-        pool's timeout for a connection); the connection goes back at once."""
+        """One statement on a connection of its own. With a pool, opened beside it with the
+        pool's own parameters: through the pool, a probe waited for its reconnection
+        attempts, which back off 1 s after a refused one, and so saw a returned server up
+        to a second late. Without a pool, as a request would run it."""
+        pool = self._pool()
+        if pool is not None:
+            return self._probe_beside(pool)
         connection = connections[self.alias]
         try:
             with connection.cursor() as cursor:
@@ -131,13 +137,23 @@ class Availability:
             return True
         except DatabaseError as exc:
             if not is_unavailable_error(exc):
-                log.warning("database probe failed: %s", _one_line(exc))
+                log.warning("database probe failed: %s", one_line(exc))
             return False
         finally:
             try:
                 connection.close()
             except DatabaseError:
                 log.debug("closing the probe's broken connection failed", exc_info=True)
+
+    def _probe_beside(self, pool: Any) -> bool:
+        try:
+            with psycopg.connect(pool.conninfo, **pool.kwargs) as conn:
+                conn.execute("SELECT 1")
+            return True
+        except psycopg.Error as exc:
+            if not is_unavailable_error(exc):
+                log.warning("database probe failed: %s", one_line(exc))
+            return False
 
     def _up(self) -> None:
         with self._lock:
@@ -188,6 +204,8 @@ class Availability:
         if pool is None:
             return
         try:
+            idle = _stat(pool, "pool_available")
+            opened_before = _stat(pool, "connections_num")
             pool.drain()
         except Exception as exc:  # a closed pool (shutdown, tests): nothing to refill
             log.debug("pool drain failed: %s", exc)
@@ -195,15 +213,21 @@ class Availability:
         try:
             minimum, maximum = pool.min_size, pool.max_size
             target = min(max(self._pool_size_before, minimum), maximum)
-            # The drain replaced the idle connections; those the outage already dropped
-            # are opened here. resize() opens (new minimum - old minimum)
-            # connections, whatever the pool holds.
+            # The drain replaces the idle connections; those the outage already dropped
+            # are opened here. resize() opens (new minimum - old minimum) connections,
+            # whatever the pool holds.
             missing = target - _pool_size(pool)
             if missing > 0:
                 pool.resize(min(minimum + missing, maximum), maximum)
+            # Wait until the pool has opened, or is opening, every connection asked for
+            # (connections_num counts attempts; its three opener threads work in parallel,
+            # so the last few may still be connecting). Not counted as idle connections:
+            # the worker's threads, back at the same moment, take them as they come, and
+            # waiting for those let requests in only after the whole REFILL_TIMEOUT.
+            opening = min(idle + max(missing, 0), target)
             deadline = time.monotonic() + self.REFILL_TIMEOUT
-            while pool.get_stats().get("pool_available", 0) < target:
-                if time.monotonic() > deadline:  # busy (the worker took some): go on
+            while _stat(pool, "connections_num") - opened_before < opening:
+                if time.monotonic() > deadline:  # a slow server: go on all the same
                     break
                 time.sleep(0.01)
             if missing > 0:
@@ -230,7 +254,14 @@ def _pool_size(pool: Any) -> int:
         return 1
 
 
-def _one_line(exc: BaseException) -> str:
+def _stat(pool: Any, name: str) -> int:
+    """One of the pool's measures (pool_available: idle connections) or counters
+    (connections_num: connection attempts so far); psycopg_pool leaves out a zero counter."""
+    return int(pool.get_stats().get(name, 0))
+
+
+def one_line(exc: BaseException) -> str:
+    """The error on one line, at most 300 characters (libpq's messages span several)."""
     text = " ".join(str(exc).split())
     return text[:300] or type(exc).__name__
 

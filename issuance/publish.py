@@ -35,6 +35,7 @@ from django.db.models import Model
 from django.db.models.signals import post_delete, post_init, post_save
 from django.utils import timezone
 
+from issuance.availability import is_unavailable_error, one_line
 from issuance.clusters.scope import topics_for
 from issuance.models import (
     AcmeServer,
@@ -119,8 +120,11 @@ class _Batch:
             return
         try:
             owners = _owner_names(self.owned)
-        except Exception:  # the database may be gone at shutdown; still send the rest
-            log.exception("live update: cannot resolve owning certificates")
+        except Exception as exc:  # the database may be gone (an outage, shutdown): send the rest
+            if is_unavailable_error(exc):  # the outage is logged once elsewhere: no traceback
+                log.warning("live update: owning certificates not resolved (%s)", one_line(exc))
+            else:
+                log.exception("live update: cannot resolve owning certificates")
             owners = {}
         now = timezone.now().isoformat()
         for key, (topics, message) in self.items.items():

@@ -35,6 +35,7 @@ class DatabaseOutage:
         self._lock = threading.Lock()
         self._since: float | None = None  # monotonic start of the current outage
         self._last_failure = 0.0
+        self._back: float | None = None  # the first success since the last failure
         self.outages = 0
 
     @property
@@ -44,6 +45,7 @@ class DatabaseOutage:
     def failed(self, exc: BaseException) -> None:
         with self._lock:
             self._last_failure = time.monotonic()
+            self._back = None
             if self._since is not None:
                 return
             self._since = self._last_failure
@@ -61,14 +63,22 @@ class DatabaseOutage:
         return failure is not None
 
     def ok(self) -> None:
+        """A statement succeeded. The outage ends at the first success that stays one:
+        the line is logged once SETTLE has passed since the last failure, which an idle
+        worker sees only at its next poll, but the length it gives ends at that success."""
         if self._since is None:  # the common case: no lock, no work
             return
         with self._lock:
             since = self._since
-            if since is None or time.monotonic() - self._last_failure < SETTLE:
+            if since is None:
                 return
-            self._since = None
-        log.info("database available again after %.1f s", time.monotonic() - since)
+            now = time.monotonic()
+            if self._back is None:
+                self._back = now
+            if now - self._last_failure < SETTLE:
+                return
+            back, self._since, self._back = self._back, None, None
+        log.info("database available again after %.1f s", back - since)
 
 
 def classify(exc: BaseException) -> Failure | None:

@@ -130,3 +130,21 @@ def test_a_connection_held_through_a_kill_is_never_handed_out_again(
     assert max(waits) < FAST, waits
     select_one(alias)
     assert not availability.down
+
+
+def test_the_probe_connects_beside_the_pool(pg: PgServer, alias: str) -> None:
+    """The prober's statement never waits for the pool: the pool retries a refused
+    connection only after a 1 s backoff, so a probe through it saw a returned server up to
+    a second late. Its own connection, with the pool's parameters, sees it at once."""
+    availability = Availability(alias)
+    select_one(alias)
+    connections[alias].close()
+    wrapper: Any = connections[alias]
+    pool = wrapper.pool
+    asked = pool.get_stats()["requests_num"]
+    assert availability.probe()
+    pg.kill()
+    assert not availability.probe()
+    pg.start()
+    assert availability.probe()
+    assert pool.get_stats()["requests_num"] == asked, "the probe took a pooled connection"

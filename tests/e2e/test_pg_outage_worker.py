@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from issuance.worker.loop import IDLE_CAP
 from tests.e2e.pgserver import PgServer, private_postgres
 from tests.e2e.stack import Stack, issuance_stack
+from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -107,8 +109,16 @@ def test_postgres_stopped_then_killed_mid_run_everything_recovers_by_itself(
         stack.check_alive()
         assert stack.web is web and stack.workers == [worker]
         assert_nothing_lost_duplicated_or_failed(stack, len(first) + len(second))
+        # One line per outage and one per recovery, not one per failed attempt. A worker
+        # notes the recovery at a statement at least SETTLE after the last failure; one
+        # that finished everything sooner (a loaded machine) goes idle and sends it at
+        # its next poll: wait for that line.
+        wait_for(
+            lambda: worker.log().count("database available again") >= 2,
+            IDLE_CAP + 5,
+            "the second recovery logged",
+        )
         log = worker.log()
-        # One line per outage and one per recovery, not one per failed attempt.
         assert log.count("database unavailable") == 2, log[-5000:]
         assert log.count("database available again") == 2, log[-5000:]
         assert "Traceback" not in log, log[-5000:]

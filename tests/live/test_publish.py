@@ -10,6 +10,7 @@ from django.db import transaction
 
 from issuance import publish
 from issuance.models import Certificate, CertificateRequest, Challenge, Order
+from tests.dbfaults import unreachable
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -183,3 +184,27 @@ def test_certificate_deleted(sent: Sent) -> None:
         ("dashboard", "certificate.deleted"),
         ("certificate:gone", "certificate.deleted"),
     ]
+
+
+def test_an_outage_at_the_owner_lookup_logs_one_line_and_sends_the_rest(
+    sent: Sent, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The owner lookup after commit meets a database that just went away (a kill): the
+    updates still go out, without their certificate, and the log gets one warning line,
+    not a traceback (the outage itself is logged once by the availability code)."""
+    issuer = make_selfsigned_issuer()
+    cert = make_certificate("outage", issuer)
+    sent.clear()
+    lookup = '"issuance_certificate"."name"'  # the owner lookup's select; not the inserts
+    failing = unreachable(lambda sql: lookup in sql and sql.lstrip().startswith("SELECT"))
+    with failing, transaction.atomic():
+        CertificateRequest.objects.create(
+            name="outage-1", issuer=issuer, certificate=cert, revision=1, spec={}
+        )
+    requests = of_type(sent, "request.status")
+    assert [(t, m["name"]) for t, m in requests] == [("dashboard", "outage-1")]
+    assert requests[0][1]["certificate"] is None
+    lines = [r for r in caplog.records if r.name == "issuance.publish"]
+    assert [(r.levelname, r.exc_info) for r in lines] == [("WARNING", None)]
+    assert "owning certificates not resolved (connection failed" in lines[0].getMessage()
+    assert "\n" not in lines[0].getMessage()
