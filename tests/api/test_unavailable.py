@@ -184,11 +184,19 @@ def test_other_database_errors_stay_errors(browser: Client) -> None:
     assert not availability.down
 
 
-def test_a_probe_that_reaches_the_database_marks_it_up(transactional_db: None) -> None:
-    """The real probe (a statement through the pool) after a failure, on its own thread."""
+def test_a_probe_that_reaches_the_database_marks_it_up(
+    transactional_db: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The real probe after a failure, on its own thread. (Not asserted in between: the
+    probe may find the database before this thread looks, within a millisecond.)"""
     availability.failed(connection_error())
-    assert availability.down
     assert availability.wait_until_up(10)
+    assert not availability.down
+    said = [r.getMessage() for r in caplog.records if r.name == "issuance.availability"]
+    assert [line.split(" (")[0].split(" after ")[0] for line in said] == [
+        "database unavailable",
+        "database available again",
+    ]
     # The probe marks the database up and then ends: it must not linger.
     for probe in [t for t in threading.enumerate() if t.name == "db-probe"]:
         probe.join(5)
