@@ -6,7 +6,7 @@ not installed. One run: for each requested file, GET /download/<certificate>/<fi
 the scoped download token and the ETag of the copy on disk (If-None-Match); a 200 is
 written atomically (temporary file, fsync, rename; files holding the key 0600), a 304
 leaves the file alone. When any file changed, the reload command runs once. Run it from a
-systemd timer (see the README, "Getting certificates onto servers").
+systemd timer (see docs/delivery.md, "The agent").
 
 The token comes from --token-file or the ISSUANCE_TOKEN environment variable, never from
 the command line (it would show in `ps` and shell history).

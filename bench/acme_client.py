@@ -158,9 +158,9 @@ def main() -> int:
     from cryptography.hazmat.primitives.asymmetric import ec
     from josepy.jwk import JWKEC
 
-    from issuance.acme import exchange as acme_exchange
-    from issuance.acme.client import AcmeClient, TLSOptions
-    from issuance.controllers.acme.record import DATABASE_RECORD
+    from issuance.acme.protocol import exchange as acme_exchange
+    from issuance.acme.protocol.client import AcmeClient, TLSOptions
+    from issuance.acme.record import DATABASE_RECORD
     from issuance.pki.csr import build_csr
     from issuance.pki.keys import generate_private_key
     from tests.e2e.servers import free_port, start_challtestsrv, start_pebble

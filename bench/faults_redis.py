@@ -58,7 +58,7 @@ import json
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import Group, User
 from django.contrib.sessions.backends.db import SessionStore
-from issuance.apitokens import create_token
+from issuance.access.apitokens import create_token
 from issuance.specs.issuer import apply_issuer
 apply_issuer("selfsigned", {"selfSigned": {}}, actor="bench")
 operator = User.objects.create_user("bench-operator")

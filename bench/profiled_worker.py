@@ -54,7 +54,7 @@ def main() -> None:
     # As `manage.py reconcile`: no live-update work without a channel layer that reaches out.
     from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-    from issuance import publish
+    from issuance.observability import publish
 
     if isinstance(get_channel_layer(), InMemoryChannelLayer):
         publish.unsubscribe_all()

@@ -49,7 +49,7 @@ def main() -> None:
     from django.db import connection
     from django.utils import timezone
 
-    from issuance import scheduler
+    from issuance.controllers import scheduler
     from issuance.models import CertificateRequest, Challenge, Issuer, Order
 
     call_command("migrate", verbosity=0)

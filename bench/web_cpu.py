@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     from django.contrib.auth.models import User
     from django.core.management import call_command
 
-    from issuance.apitokens import create_token
+    from issuance.access.apitokens import create_token
     from issuance.models import Issuer
 
     call_command("migrate", "--noinput", verbosity=0)

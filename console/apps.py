@@ -9,7 +9,12 @@ class ConsoleConfig(AppConfig):
 
     def ready(self) -> None:
         # Live updates published by the domain go out through the channel layer.
+        from console import signin_protection, signin_steps
         from console.live import sender
-        from issuance import publish
+        from issuance.observability import publish
 
         publish.subscribe(sender)
+        # Sign-ins, failures, locks and sign-outs into the audit log.
+        signin_protection.connect()
+        # The steps a password sign-in still owes (second factor, password change).
+        signin_steps.connect()

@@ -19,14 +19,14 @@ from django.conf import settings  # noqa: E402
 from console.asgi_http import ThreadedASGIHandler  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402
 from console.unavailable import WebSocketsWhileUnavailable  # noqa: E402
-from issuance.solvers.http01_asgi import AcmeChallengeApp  # noqa: E402
+from issuance.acme.solvers.http01.asgi import AcmeChallengeApp  # noqa: E402
 
 # Plain HTTP requests run whole on a fixed pool of threads (see console.asgi_http).
 django_application = ThreadedASGIHandler(settings.WEB_THREADS)
 
 application = ProtocolTypeRouter(
     {
-        # HTTP-01 token answers before Django's request machinery (see http01_asgi).
+        # HTTP-01 token answers before Django's request machinery (see issuance.acme.solvers.http01.asgi).
         "http": AcmeChallengeApp(django_application),
         # Session-authenticated, and only from pages of this site (no cross-site hijacking);
         # refused at once while the database (the session's) is unavailable.

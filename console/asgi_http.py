@@ -12,7 +12,7 @@ under a threaded WSGI server. Responses are the same: this is ASGIHandler with i
 middleware loaded for sync and get_response() called on the thread.
 
 WebSockets never come here (console.asgi routes them to Channels), and HTTP-01 tokens are
-answered in front of this (issuance.solvers.http01_asgi).
+answered in front of this (issuance.acme.solvers.http01.asgi).
 
 Measured (docs/decisions/0004-bypasses.md): Django's ASGIHandler for plain HTTP costs the
 web process 6.3 ms more per certificate, more than doubling its CPU (5.3 ms). It becomes

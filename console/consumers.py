@@ -6,7 +6,7 @@ Protocol (JSON text frames):
 - Topics of the console's own resources: "dashboard", "certificate:NAME", "bulk:ID" (a
   bulk action's progress, for the user who started it and admins only). Unscoped users
   with the viewer role only.
-- Topics of mirrored cert-manager objects (issuance/clusters/scope.py): "k8s" (every
+- Topics of mirrored cert-manager objects (issuance/access/scope.py): "k8s" (every
   cluster: unscoped users only), "k8s:CLUSTER" and "k8s:CLUSTER/NAMESPACE" (users whose
   scope covers it and who hold the viewer role there).
 - server → client: {"type": "subscribed", "topics": [...]}, {"type": "pong"},
@@ -39,13 +39,13 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
 
-from console import live
+from console import live, signin_steps
 from console.live import group_for, sender
 from console.livehealth import LayerMonitor, monitor_for
-from issuance.bulk import may_watch
-from issuance.clusters import scope as cluster_scope
-from issuance.publish import BULK_PREFIX
-from issuance.roles import VIEWER, granted_roles, has_role
+from issuance.access import scope as cluster_scope
+from issuance.access.roles import VIEWER, granted_roles, has_role
+from issuance.observability.publish import BULK_PREFIX
+from issuance.operations.bulk import may_watch
 
 log = logging.getLogger("console.consumers")
 
@@ -106,6 +106,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        # A sign-in still owing its second factor or a password change (console.signin_steps)
+        # is not signed in yet for live updates either.
+        if await database_sync_to_async(signin_steps.pending)(self.scope.get("session")):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         # A scoped viewer holds no console-wide role, yet may watch the clusters and

@@ -1,4 +1,4 @@
-"""Forwarding issuance.publish messages to the Channels layer (docs/architecture.md, "Live
+"""Forwarding issuance.observability.publish messages to the Channels layer (docs/architecture.md, "Live
 updates").
 
 Publishing happens in whatever thread committed (a worker thread, a web request thread);
@@ -36,9 +36,9 @@ from typing import Any
 
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 
-from issuance.clusters.scope import ALL_CLUSTERS_TOPIC
+from issuance.access.scope import ALL_CLUSTERS_TOPIC
 from issuance.models.base import NAME_RE
-from issuance.publish import BULK_PREFIX, DASHBOARD
+from issuance.observability.publish import BULK_PREFIX, DASHBOARD
 
 log = logging.getLogger("console.live")
 
@@ -218,7 +218,7 @@ def _run_until_stopped(loop: asyncio.AbstractEventLoop) -> None:
 
 
 class LiveSender:
-    """The issuance.publish subscriber: `(topic, message)` → channel-layer group_send."""
+    """The issuance.observability.publish subscriber: `(topic, message)` → channel-layer group_send."""
 
     MAX_PENDING = 10_000
     # One group_send: a healthy Redis answers in well under a millisecond; a Redis that

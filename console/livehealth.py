@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 
@@ -203,3 +203,29 @@ def monitor_for(layer: Any) -> LayerMonitor | None:
             monitor._task.cancel()
         monitor = _monitors[loop] = LayerMonitor(layer)
     return monitor
+
+
+class LayerState(TypedDict):
+    """The channel layer as /readyz reports it (console.probes): informative, never fatal."""
+
+    backend: str  # "in-memory" or the layer's class name
+    # "working" / "paused": what the heartbeat of this process's live connections last saw;
+    # "not monitored": no browser is connected, so nothing has been sent through it lately.
+    state: str
+    error: str
+
+
+def layer_state(layer: Any) -> LayerState:
+    """What this process knows of `layer`, without sending anything (a probe must answer
+    at once, and Redis' timeout is longer than a probe's)."""
+    if layer is None or isinstance(layer, InMemoryChannelLayer):
+        return {"backend": "in-memory", "state": "working", "error": ""}
+    monitors = [m for loop, m in list(_monitors.items()) if not loop.is_closed()]
+    watched = [m for m in monitors if m.layer is layer and m._listeners]
+    backend = type(layer).__name__
+    if not watched:
+        return {"backend": backend, "state": "not monitored", "error": ""}
+    paused = [m for m in watched if not m.available]
+    if paused:
+        return {"backend": backend, "state": "paused", "error": paused[0].last_error}
+    return {"backend": backend, "state": "working", "error": ""}

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from issuance.metrics import REGISTRY
+from issuance.observability.metrics import REGISTRY
 
 log = logging.getLogger("console.metrics")
 

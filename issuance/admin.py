@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from issuance.models import (
     AcmeServer,
@@ -49,3 +51,12 @@ class EventAdmin(admin.ModelAdmin[Event]):
 
 
 admin.site.register(AcmeServer)
+
+
+# django-otp's plugins show their devices (a TOTP secret, static tokens) on the admin site.
+# The console's factors are issuance.TOTPFactor and RecoveryCodeSet, which are not listed here
+# at all; the plugins stay installed only for migration 0020, which moved their rows over,
+# and their (empty) tables are kept off the admin site.
+for _plugin_model in (TOTPDevice, StaticDevice):
+    if admin.site.is_registered(_plugin_model):
+        admin.site.unregister(_plugin_model)

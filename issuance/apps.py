@@ -9,8 +9,8 @@ class IssuanceConfig(AppConfig):
 
     def ready(self) -> None:
         # Live updates follow every committed save, so controllers need no publish calls.
-        from issuance import publish
-        from issuance.clusters import actions as cluster_actions
+        from issuance.kubernetes.certmanager import cluster_actions
+        from issuance.observability import publish
 
         publish.connect_signals()
         cluster_actions.connect_signals()

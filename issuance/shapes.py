@@ -35,7 +35,7 @@ class IssuerRef(TypedDict, total=False):
 
 
 class SecretKeySelector(TypedDict, total=False):
-    """A value in a stored Secret (`issuance.specs.secrets.read_secret_value`)."""
+    """A value in a stored Secret (`issuance.specs.secret_refs.read_secret_value`)."""
 
     name: Required[str]
     key: str
@@ -71,15 +71,42 @@ class X509Subject(TypedDict, total=False):
     serialNumber: str
 
 
+class OtherName(TypedDict):
+    """One of `spec.otherNames`: an otherName SAN, its value a UTF8String."""
+
+    oid: str  # dotted, e.g. 1.3.6.1.4.1.311.20.2.3 (UPN)
+    utf8Value: str
+
+
+class NameConstraintItem(TypedDict, total=False):
+    """`permitted` or `excluded` of `spec.nameConstraints` (validated, normalized)."""
+
+    dnsDomains: list[str]  # lower-cased; a leading '.' means subdomains only
+    ipRanges: list[str]  # CIDR, network address
+    emailAddresses: list[str]  # a mailbox, a host or a .domain
+    uriDomains: list[str]  # a host or a .domain
+
+
+class NameConstraintsSpec(TypedDict, total=False):
+    """`spec.nameConstraints` (only with isCA): written into a CA certificate."""
+
+    critical: bool
+    permitted: NameConstraintItem
+    excluded: NameConstraintItem
+
+
 class CertificateNames(TypedDict, total=False):
-    """What a CSR is built from (`issuance.pki.csr.build_csr`): the subject and the SANs."""
+    """What a CSR is built from (`issuance.pki.csr.build_csr`): the subject, the SANs and
+    the name constraints a CA certificate is to carry."""
 
     commonName: str
     dnsNames: list[str]
     ipAddresses: list[str]
     uris: list[str]
     emailAddresses: list[str]
+    otherNames: list[OtherName]
     subject: X509Subject
+    nameConstraints: NameConstraintsSpec
 
 
 class PrivateKeySpec(TypedDict, total=False):
@@ -99,9 +126,16 @@ class SecretExportRef(TypedDict, total=False):
     name: str
 
 
+class SecretTemplateSpec(TypedDict, total=False):
+    """`spec.secretTemplate`: carried onto the Secret the console exports (secretExport)."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
 class RenewalWindow(TypedDict):
     """One of `spec.renewal.windows`: renewals may start within `windowDuration` after each
-    time the cron expression matches, in `timezone` (issuance/renewal.py)."""
+    time the cron expression matches, in `timezone` (issuance/timing/renewal.py)."""
 
     cron: str
     timezone: str
@@ -153,6 +187,7 @@ class CertificateSpec(CertificateNames, total=False):
     revisionHistoryLimit: int
     encodeUsagesInRequest: bool
     secretExport: SecretExportRef
+    secretTemplate: SecretTemplateSpec
     renewal: RenewalSpec
     additionalOutputFormats: list[OutputFormat]
     keystores: KeystoresSpec
@@ -210,6 +245,7 @@ class SolverSpec(TypedDict, total=False):
     selector: SolverSelectorSpec
     http01: Http01Spec
     dns01: Dns01Spec
+    waitInsteadOfSelfCheck: str  # Go duration: answer this long after presenting, unchecked
 
 
 class ExternalAccountBinding(TypedDict, total=False):
@@ -223,7 +259,7 @@ class ExternalAccountBinding(TypedDict, total=False):
 
 class AcmeFallbackServer(TypedDict, total=False):
     """One of `spec.acme.fallback`: a further ACME server, asked in order when the ones
-    before it are unreachable, paused or refuse the order (controllers/acme/fallback.py)."""
+    before it are unreachable, paused or refuse the order (acme/fallback.py)."""
 
     server: str  # required by validation
     email: str
@@ -239,6 +275,8 @@ class AcmeIssuerSpec(TypedDict, total=False):
     server: str
     email: str
     privateKeySecretRef: SecretKeySelector
+    # Never generate the account key: read it from privateKeySecretRef (acme/accounts.py).
+    disableAccountKeyGeneration: bool
     caBundle: str  # base64 of PEM
     skipTLSVerify: bool
     enableDurationFeature: bool
@@ -351,7 +389,7 @@ class CertificateRequestSpec(TypedDict, total=False):
 
 
 class OrderSpec(TypedDict):
-    """An Order's spec (immutable), made from its request's CSR (`issuers/acme.py`)."""
+    """An Order's spec (immutable), made from its request's CSR (`acme/issuer.py`)."""
 
     request: str  # the CertificateRequest's name
     issuerRef: IssuerRef
@@ -453,3 +491,43 @@ class PolicyEvaluation(TypedDict):
     rule: str  # the deny rule that decided a denial
     checks: list[PolicyCheck]
     evaluatedAt: str  # ISO 8601
+
+
+class GroupRule(TypedDict):
+    """A single sign-on group rule (issuance/access/oidc_mapping.py) as the API shows it."""
+
+    group: str
+    roles: list[str]
+    scopes: list[str]
+
+
+# -- endpoints ------------------------------------------------------------------------------
+
+
+class EndpointProbe(TypedDict):
+    """`Endpoint.last_probe`: what one probe of a server found (issuance/probing/assess.py).
+
+    `match` ties what is served to this Certificate: "current" (its current revision),
+    "previous" (an older revision: `revision`, `behind` revisions behind), "foreign" (a
+    certificate this Certificate never had), or "error" (nothing read: `errorKind`,
+    `error`). The certificate fields are empty on an error.
+    """
+
+    probedAt: str  # ISO 8601
+    durationMs: int
+    match: str  # current, previous, foreign, error
+    revision: int | None
+    behind: int | None
+    error: str
+    errorKind: str  # refused, timeout, unresolvable, starttls, handshake, network, ""
+    tlsVersion: str
+    fingerprintSha256: str  # of the leaf, lower-case hex
+    serial: str  # of the leaf, lower-case hex
+    subject: str
+    issuer: str
+    notAfter: str | None  # ISO 8601
+    expired: bool
+    chainVerified: bool
+    chainError: str
+    hostnameMatch: bool
+    chain: list[str]  # PEM, as served (leaf first)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from issuance.backoff import exponential
 from issuance.models import CertificateRequest, ImmutableSpecError
+from issuance.timing.backoff import exponential
 from tests.factories import make_selfsigned_issuer
 
 

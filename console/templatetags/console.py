@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from django import template
 from django.http import QueryDict
 from django.utils import timezone
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 
-from issuance.durations import format_relative
 from issuance.shapes import Condition
+from issuance.timing.durations import describe_go_duration, format_relative
 
 register = template.Library()
 
@@ -40,6 +42,14 @@ _BADGE_CLASS = {
     "expired": "bad",
     "false": "bad",
     "self-check failing": "bad",
+    # Deployments (issuance/probing/deployment.py)
+    "deployed": "ok",
+    "deploying": "busy",
+    "unchecked": "wait",
+    "stale": "bad",
+    "deployed: stale": "bad",
+    "mismatch": "bad",
+    "unreachable": "bad",
 }
 
 
@@ -81,6 +91,50 @@ def utc(when: datetime | None) -> str:
 def condition(obj: Any, type_: str) -> Condition | None:
     getter = getattr(obj, "get_condition", None)
     return getter(type_) if getter else None
+
+
+@register.filter
+def duration_words(value: Any) -> str:
+    """A spec's Go duration as people read it: `2160h0m0s` → `90 days`."""
+    return describe_go_duration(value) if value else ""
+
+
+# After these, inside a longer token (a URL, a DNS name, an ACME error URN, a host:port).
+_BREAK_AFTER = re.compile(r"([/.:_=@,?])(?=[^\s/.:_=@,?])")
+
+
+@register.filter(needs_autoescape=True)
+def breakable(value: Any, autoescape: bool = True) -> SafeString:
+    """`value` with line-break opportunities (<wbr>) after the separators inside long tokens,
+    so a narrow cell wraps "urn:ietf:params:acme:error:rejectedIdentifier" or
+    "api.payments.example.test" between its parts instead of mid-word. The separators are
+    never part of an HTML entity (&amp;, &#x27;), so escaping first is safe."""
+    text = conditional_escape(value) if autoescape else str(value)
+    return mark_safe(_BREAK_AFTER.sub(r"\1<wbr>", str(text)))  # noqa: S308 - escaped above
+
+
+@register.filter
+def fingerprint(value: Any) -> str:
+    """A hex digest as people compare it with `openssl x509 -fingerprint`: `AB:CD:…` (and
+    breakable at the colons where a phone's card is narrow)."""
+    text = str(value or "").upper()
+    return ":".join(text[i : i + 2] for i in range(0, len(text), 2))
+
+
+@register.filter
+def item_at(items: Sequence[Any], index: int) -> Any:
+    """items[index], or "" past the end: a chart data cell's column name (its data-label,
+    shown beside the value when rows become cards on a phone)."""
+    return items[index] if 0 <= index < len(items) else ""
+
+
+@register.filter
+def secret_template(spec: Any, part: str) -> list[tuple[str, str]]:
+    """`spec.secretTemplate.labels` or `.annotations` as sorted (key, value) pairs: a
+    template's own `.items` lookup would find a label called "items" instead."""
+    template = spec.get("secretTemplate") if isinstance(spec, dict) else None
+    values = template.get(part) if isinstance(template, dict) else None
+    return sorted(values.items()) if isinstance(values, dict) else []
 
 
 @register.filter

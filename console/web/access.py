@@ -4,61 +4,72 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 
-from issuance.clusters.scope import has_scoped_role, scope_of, sees_own_resources
+from issuance.access import permissions
+from issuance.access.permissions import Rule
+from issuance.access.roles import ADMIN, APPROVER, OPERATOR, VIEWER, granted_roles, roles_of
+from issuance.access.scope import scope_of, sees_own_resources
 from issuance.models import Cluster
-from issuance.roles import ADMIN, APPROVER, OPERATOR, VIEWER, granted_roles, roles_of
 
 View = Callable[..., HttpResponse]
+AnyView = TypeVar("AnyView", bound=Callable[..., HttpResponseBase])
 
 
-def _requiring(role: str, holds: Callable[[Any], frozenset[str]]) -> Callable[[View], View]:
-    """Anonymous users go to the login page; logged-in users whose `holds(user)` lacks the
-    role get 403."""
+def _refuse(request: HttpRequest, rule: Rule) -> HttpResponse | None:
+    """None when the user holds the rule; else the login page (anonymous) or 403."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    if not rule.held_by(request.user):
+        raise PermissionDenied(rule.refusal())
+    return None
 
-    def decorator(view: View) -> View:
+
+def permission_required(
+    resource: str, action: str, *alternatives: str, post: str | None = None
+) -> Callable[[AnyView], AnyView]:
+    """The view needs the table's (resource, action) (issuance.access.permissions).
+
+    `alternatives` are further resources whose same action also opens the view: the lists
+    that show mirrored objects beside the console's own (`"mirrored-object"`), whose view
+    narrows what it shows. `post`: the resource's action a POST needs (a form that viewers
+    read and admins save). Anonymous users go to the login page, users without the role get
+    403 naming it. The rules are looked up here, at import time: a typo fails at startup."""
+    rules = [permissions.rule(resource, action)] + [
+        permissions.rule(other, action) for other in alternatives
+    ]
+    post_rule = permissions.rule(resource, post) if post else None
+
+    def decorator(view: AnyView) -> AnyView:
         @wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if not request.user.is_authenticated:
-                return redirect_to_login(request.get_full_path())
-            if role not in holds(request.user):
-                raise PermissionDenied(f"the {role} role is required")
-            return view(request, *args, **kwargs)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            refused = None
+            if post_rule is not None and request.method == "POST":
+                refused = _refuse(request, post_rule)
+            elif not any(rule.held_by(request.user) for rule in rules[1:]):
+                refused = _refuse(request, rules[0])
+            return refused if refused is not None else view(request, *args, **kwargs)
 
-        return wrapped
+        # What tests/access/test_permission_matrix.py reads: every console URL names its rules.
+        wrapped.permission_rules = tuple(rules)  # type: ignore[attr-defined]
+        wrapped.permission_post_rule = post_rule  # type: ignore[attr-defined]
+        return cast(AnyView, wrapped)
 
     return decorator
 
 
-def require_role(role: str) -> Callable[[View], View]:
-    """For the console's own pages: the role held console-wide (roles_of; a user scoped to
-    clusters/namespaces holds none)."""
-    return _requiring(role, roles_of)
-
-
-viewer_required = require_role(VIEWER)
-operator_required = require_role(OPERATOR)
-approver_required = require_role(APPROVER)
-admin_required = require_role(ADMIN)
-
-
-def mirror_role_required(role: str) -> Callable[[View], View]:
-    """For pages and actions on mirrored cluster objects: the role held anywhere, console-wide
-    or scoped to clusters/namespaces (granted_roles). The view itself narrows what it shows
-    with scope.visible() and answers 404 for objects outside the scope; actions on one
-    object check has_scoped_role() there too."""
-    return _requiring(role, granted_roles)
-
-
-mirror_viewer_required = mirror_role_required(VIEWER)
-mirror_operator_required = mirror_role_required(OPERATOR)
-mirror_approver_required = mirror_role_required(APPROVER)
+def check_in_scope(
+    request: HttpRequest, resource: str, action: str, cluster: str, namespace: str
+) -> None:
+    """An in-scope action on one mirrored object: 403 naming the role and the place unless
+    the user holds it there (issuance.access.permissions.may_in)."""
+    if not permissions.may_in(request.user, resource, action, cluster, namespace):
+        raise PermissionDenied(permissions.refusal_in(resource, action, cluster, namespace))
 
 
 def role_flags(request: HttpRequest) -> dict[str, bool]:
@@ -72,6 +83,7 @@ def role_flags(request: HttpRequest) -> dict[str, bool]:
         "can_operate": OPERATOR in roles,
         "can_approve": APPROVER in roles,
         "can_admin": ADMIN in roles,
+        "can_read_keys": permissions.may(request.user, "certificate", "read-key"),
         "mirror_only": not sees_own_resources(request.user),
         "sees_clusters": VIEWER in granted_roles(request.user),
     }
@@ -81,8 +93,8 @@ def mirror_flags(request: HttpRequest, cluster: str, namespace: str) -> dict[str
     """The buttons for one mirrored object: the role in that object's cluster/namespace."""
     user = request.user
     return {
-        "can_renew": has_scoped_role(user, OPERATOR, cluster, namespace),
-        "can_decide": has_scoped_role(user, APPROVER, cluster, namespace),
+        "can_renew": permissions.may_in(user, "mirrored-object", "renew", cluster, namespace),
+        "can_decide": permissions.may_in(user, "mirrored-object", "approve", cluster, namespace),
     }
 
 

@@ -1,6 +1,6 @@
 """Certificate edit (with a preview of what the change does), clone, delete, and bulk actions
 (renew or delete the selected certificates, with live progress). Operator role; every action
-goes through issuance.specs / issuance.actions / issuance.bulk, as the API does."""
+goes through issuance.specs / issuance.operations.actions / issuance.operations.bulk, as the API does."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from console.web.access import operator_required, render_page
+from console.web.access import permission_required, render_page
 from console.web.certificates import _filtered, _get_certificate
 from console.web.forms import (
     BulkForm,
@@ -23,9 +23,9 @@ from console.web.forms import (
     DeleteCertificateForm,
     NewCertificateForm,
 )
-from issuance import actions, bulk
 from issuance.models import BulkAction, BulkItem, Certificate
-from issuance.publish import bulk_topic
+from issuance.observability.publish import bulk_topic
+from issuance.operations import actions, bulk
 from issuance.specs.certificate import CertificateExists, apply_certificate_ex
 from issuance.specs.certificate_preview import preview_certificate_change
 from issuance.specs.errors import SpecError
@@ -46,7 +46,7 @@ def _digest(spec: dict[str, Any]) -> str:
 # -- edit -----------------------------------------------------------------------------------
 
 
-@operator_required
+@permission_required("certificate", "change")
 def certificate_edit(request: HttpRequest, name: str) -> HttpResponse:
     """GET: the create form's fields, prefilled. POST "preview": what saving would do (from
     the certificates controller's own rule). POST "save": stored, if it is what was
@@ -89,7 +89,7 @@ def _free_name(base: str) -> str:
     return f"{base}-{uuid.uuid4().hex[:8]}"
 
 
-@operator_required
+@permission_required("certificate", "create")
 def certificate_clone(request: HttpRequest, name: str) -> HttpResponse:
     """The create form prefilled from an existing certificate, with a new name; what the form
     does not show (usages, subject, renewal windows, ...) is copied too."""
@@ -117,7 +117,7 @@ def certificate_clone(request: HttpRequest, name: str) -> HttpResponse:
 # -- delete -----------------------------------------------------------------------------------
 
 
-@operator_required
+@permission_required("certificate", "delete")
 def certificate_delete(request: HttpRequest, name: str) -> HttpResponse:
     """GET: the confirmation (what goes, and the choice to keep the Secret). POST: deleted."""
     cert = _get_certificate(name)
@@ -141,7 +141,7 @@ def certificate_delete(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @require_POST
-@operator_required
+@permission_required("certificate", "bulk")
 def bulk_start(request: HttpRequest) -> HttpResponse:
     """From the list's checkboxes: first a confirmation page, then the action is stored and
     its progress page opens (which carries it out, chunk by chunk)."""
@@ -190,7 +190,7 @@ def _bulk_context(action: BulkAction) -> dict[str, Any]:
     return {"action": action, "items": list(items)}
 
 
-@operator_required
+@permission_required("certificate", "bulk")
 def bulk_detail(request: HttpRequest, action_id: uuid.UUID) -> HttpResponse:
     action = _own_action(request, action_id)
     context = _bulk_context(action)
@@ -203,14 +203,14 @@ def bulk_detail(request: HttpRequest, action_id: uuid.UUID) -> HttpResponse:
     )
 
 
-@operator_required
+@permission_required("certificate", "bulk")
 def bulk_partial(request: HttpRequest, action_id: uuid.UUID) -> HttpResponse:
     action = _own_action(request, action_id)
     return render(request, "console/partials/bulk_results.html", _bulk_context(action))
 
 
 @require_POST
-@operator_required
+@permission_required("certificate", "bulk")
 def bulk_step(request: HttpRequest, action_id: uuid.UUID) -> HttpResponse:
     """Carry out the next chunk (one short transaction). JSON for the page's script; a
     redirect back to the page for the no-JavaScript "Continue" button."""

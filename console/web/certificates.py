@@ -14,20 +14,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from console.web.access import (
-    mirror_live_groups,
-    mirror_viewer_required,
-    operator_required,
-    render_page,
-    role_flags,
-    viewer_required,
-)
+from console.web.access import mirror_live_groups, permission_required, render_page, role_flags
+from console.web.certificate_files import chain_of
 from console.web.dashboard import ChallengeStep, challenge_step
-from console.web.forms import CertificateFilterForm, NewCertificateForm, RevokeForm
+from console.web.forms import CertificateFilterForm, EndpointForm, NewCertificateForm, RevokeForm
 from console.web.mirrored_lists import Chained, SourceFilter, filter_choices, mirrored
-from issuance import actions
-from issuance.clusters.scope import sees_own_resources, visible
-from issuance.controllers.acme import health
+from issuance.access.scope import sees_own_resources, visible
+from issuance.acme import health
 from issuance.models import (
     Certificate,
     CertificateRequest,
@@ -40,7 +33,9 @@ from issuance.models import (
     Revocation,
     Secret,
 )
+from issuance.operations import actions
 from issuance.pki.x509 import CertInfo, cert_info
+from issuance.probing.deployment import deployment, state_of
 from issuance.specs.certificate import apply_certificate_ex
 from issuance.specs.errors import SpecError
 
@@ -142,7 +137,7 @@ def _issuer_names(request: HttpRequest) -> list[str]:
     return sorted(names)
 
 
-@mirror_viewer_required
+@permission_required("certificate", "read", "mirrored-object")
 def certificate_list(request: HttpRequest) -> HttpResponse:
     context = _list_context(request)
     context.update(filter_choices(request, MirroredKind.CERTIFICATE))
@@ -155,7 +150,7 @@ def certificate_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-@mirror_viewer_required
+@permission_required("certificate", "read", "mirrored-object")
 def certificate_list_partial(request: HttpRequest) -> HttpResponse:
     return render(request, "console/partials/certificate_table.html", _list_context(request))
 
@@ -211,6 +206,7 @@ def _part_context(cert: Certificate, part: str) -> dict[str, Any]:
             "cert": cert,
             "ready": cert.get_condition("Ready"),
             "issuing": cert.get_condition("Issuing"),
+            "capped": cert.get_condition("DurationCapped"),
             "dns_preflight": cert.get_condition("DNSPreflight"),
             "secret": secret,
             "info": info,
@@ -221,13 +217,22 @@ def _part_context(cert: Certificate, part: str) -> dict[str, Any]:
         }
     if part == "chain":
         return {"cert": cert, "chain": _chain(cert)}
+    if part == "endpoints":
+        rows = list(cert.endpoints.order_by("host", "port", "server_name"))
+        now = timezone.now()
+        return {
+            "cert": cert,
+            "endpoints": [(e, state_of(e, now)) for e in rows],
+            "deployment": deployment(rows, now),
+            "endpoint_form": EndpointForm(),
+        }
     if part == "timeline":
         events = Event.objects.filter(certificate_name=cert.name).order_by("-created_at", "-id")
         return {"cert": cert, "events": list(events[:TIMELINE_EVENTS])}
     raise Http404(part)
 
 
-PARTS = ("status", "chain", "timeline")
+PARTS = ("status", "endpoints", "chain", "timeline")
 
 
 def _get_certificate(name: str) -> Certificate:
@@ -237,12 +242,17 @@ def _get_certificate(name: str) -> Certificate:
     )
 
 
-@viewer_required
+@permission_required("certificate", "read")
 def certificate_detail(request: HttpRequest, name: str) -> HttpResponse:
     cert = _get_certificate(name)
     context: dict[str, Any] = {"cert": cert}
     for part in PARTS:
         context.update(_part_context(cert, part))
+    secret = context.get("secret")
+    # The Download card (console/web/certificate_files.py): once a certificate is stored.
+    context["files"] = (
+        {"chain": bool(chain_of(secret))} if secret is not None and secret.tls_crt else None
+    )
     return render_page(
         request,
         "console/certificates/detail.html",
@@ -251,7 +261,7 @@ def certificate_detail(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
-@viewer_required
+@permission_required("certificate", "read")
 def certificate_partial(request: HttpRequest, name: str, part: str) -> HttpResponse:
     cert = _get_certificate(name)
     context = {**role_flags(request), **_part_context(cert, part)}
@@ -262,7 +272,7 @@ def certificate_partial(request: HttpRequest, name: str, part: str) -> HttpRespo
 
 
 @require_POST
-@operator_required
+@permission_required("certificate", "renew")
 def force_renew(request: HttpRequest, name: str) -> HttpResponse:
     cert = _get_certificate(name)
     try:
@@ -274,10 +284,10 @@ def force_renew(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("web:certificate-detail", name=cert.name)
 
 
-@operator_required
+@permission_required("certificate", "revoke")
 def revoke(request: HttpRequest, name: str) -> HttpResponse:
     """GET: the confirmation step (what is revoked, where, what follows; the reason).
-    POST (CSRF-checked): revoke through issuance.actions, as the API and certctl do."""
+    POST (CSRF-checked): revoke through issuance.operations.actions, as the API and certctl do."""
     cert = _get_certificate(name)
     form = RevokeForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -295,7 +305,7 @@ def revoke(request: HttpRequest, name: str) -> HttpResponse:
     return render_page(request, "console/certificates/revoke.html", context)
 
 
-@operator_required
+@permission_required("certificate", "create")
 def certificate_new(request: HttpRequest) -> HttpResponse:
     form = NewCertificateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():

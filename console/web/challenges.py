@@ -8,7 +8,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from console.web.access import mirror_live_groups, mirror_viewer_required, render_page
+from console.web.access import mirror_live_groups, permission_required, render_page
 from console.web.dashboard import challenge_step
 from console.web.mirrored_lists import Chained, SourceFilter, filter_choices, mirrored
 from issuance.models import Challenge, ClusterResource, MirroredKind
@@ -74,7 +74,7 @@ def _mirrored(request: HttpRequest, source: SourceFilter, status: str) -> Any:
     return qs.order_by("observed_at", "id")
 
 
-@mirror_viewer_required
+@permission_required("challenge", "read", "mirrored-object")
 def challenge_list(request: HttpRequest) -> HttpResponse:
     context = {**_context(request), **filter_choices(request, MirroredKind.CHALLENGE)}
     return render_page(
@@ -85,6 +85,6 @@ def challenge_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-@mirror_viewer_required
+@permission_required("challenge", "read", "mirrored-object")
 def challenge_list_partial(request: HttpRequest) -> HttpResponse:
     return render(request, "console/partials/challenge_table.html", _context(request))

@@ -2,7 +2,7 @@
 
 Each chart is a list of bars (rectangles with a series class whose colour is a CSS variable,
 so dark mode and the palette live in console.css), axis ticks, a one-sentence summary and the
-rows of its data-table fallback. The numbers come from issuance/stats.py.
+rows of its data-table fallback. The numbers come from issuance/observability/stats.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from issuance.stats import Stats
+from django.utils.translation import ngettext
+
+from issuance.observability.stats import Stats
 
 # viewBox widths: the renewals chart spans the dashboard, the other two share a row; about
 # as wide as they are drawn, so the 11px labels stay readable.
@@ -55,6 +57,9 @@ class Chart:
     height: int = HEIGHT
     left: int = LEFT
     plot_bottom: int = HEIGHT - BOTTOM
+    # A narrower drawing of the same data for phones (console.css shows one of the two): the
+    # wide chart scaled to a 390 px screen draws its 11-unit labels about 4 px tall.
+    compact: Chart | None = None
 
 
 def _nice_max(value: int) -> int:
@@ -67,10 +72,21 @@ def _nice_max(value: int) -> int:
         top *= 10
 
 
+def _y_step(top: int) -> int:
+    """Evenly spaced whole-number ticks up to `top` (1, 2 or 5 × 10^n): 5 → 0, 1, 2, 3, 4,
+    5; 10 → 0, 5, 10; 20 → 0, 10, 20; 50 → 0, 10, ..., 50 (never 0, 2, 5)."""
+    if top <= 2:
+        return 1
+    return top // 5 if str(top)[0] == "5" else top // 2
+
+
+def y_tick_values(top: int) -> list[int]:
+    return list(range(0, top + 1, _y_step(top)))
+
+
 def _y_ticks(top: int) -> list[Tick]:
     plot = HEIGHT - BOTTOM - TOP
-    values = sorted({0, top // 2, top})
-    return [Tick(round(HEIGHT - BOTTOM - plot * v / top, 2), str(v)) for v in values]
+    return [Tick(round(HEIGHT - BOTTOM - plot * v / top, 2), str(v)) for v in y_tick_values(top)]
 
 
 def _stacked(
@@ -114,15 +130,33 @@ def renewals_chart(data: Stats) -> Chart:
     bars, y_ticks = _stacked(columns, labels, legend, WIDE)
     total = sum(d.total for d in r.days)
     peak = max(r.days, key=lambda d: d.total, default=None)
-    summary = f"{total} renewals in the next {len(r.days)} days"
+    summary = ngettext(
+        "%(n)d renewal in the next %(days)d days",
+        "%(n)d renewals in the next %(days)d days",
+        total,
+    ) % {"n": total, "days": len(r.days)}
     if peak is not None and peak.total:
         summary += f"; the busiest day is {peak.day.isoformat()} with {peak.total}"
     if r.overdue:
         summary += f"; {r.overdue} overdue"
     rows = [[d.day.isoformat(), *d.counts, d.total] for d in r.days if d.total]
+    title = f"Renewals per day, next {len(r.days)} days, by issuer"
+    compact_bars, _ = _stacked(columns, labels, legend, NARROW)
+    compact = Chart(
+        "renewals-compact",
+        title,
+        summary + ".",
+        legend,
+        [],
+        [],
+        compact_bars,
+        _x_ticks(labels, 30, NARROW),
+        y_ticks,
+        width=NARROW,
+    )
     return Chart(
         "renewals",
-        f"Renewals per day, next {len(r.days)} days, by issuer",
+        title,
         summary + ".",
         legend,
         ["Date", *r.series, "Total"],
@@ -130,7 +164,18 @@ def renewals_chart(data: Stats) -> Chart:
         bars,
         _x_ticks(labels, 15, WIDE),
         y_ticks,
+        compact=compact,
     )
+
+
+# The expiry buckets' axis labels on a phone (the legend and the table keep the long ones).
+SHORT_EXPIRY = {
+    "lt7": "<7d",
+    "d7to30": "7–30d",
+    "d30to60": "30–60d",
+    "d60to90": "60–90d",
+    "gt90": ">90d",
+}
 
 
 def expiry_chart(data: Stats) -> Chart:
@@ -143,7 +188,10 @@ def expiry_chart(data: Stats) -> Chart:
     bars, y_ticks = _stacked(columns, labels, ["certificates"] * len(labels), NARROW)
     total = sum(b.count for b in data.expiry)
     soon = sum(b.count for b in data.expiry if b.key in ("expired", "lt7"))
-    summary = f"{total} issued certificates; {soon} expired or expiring within 7 days"
+    summary = (
+        ngettext("%(n)d issued certificate", "%(n)d issued certificates", total) % {"n": total}
+        + f"; {soon} expired or expiring within 7 days"
+    )
     if data.without_certificate:
         summary += f"; {data.without_certificate} not issued yet"
     return Chart(
@@ -158,6 +206,20 @@ def expiry_chart(data: Stats) -> Chart:
         y_ticks,
         width=NARROW,
         palette="e",
+        compact=Chart(
+            "expiry-compact",
+            "Certificates by days to expiry",
+            summary + ".",
+            legend,
+            [],
+            [],
+            bars,
+            # Six labels of up to ten characters overlap at a phone's larger axis labels.
+            _x_ticks([SHORT_EXPIRY.get(b.key, b.label) for b in data.expiry], 1, NARROW),
+            y_ticks,
+            width=NARROW,
+            palette="e",
+        ),
     )
 
 

@@ -2,7 +2,7 @@
 
 Everyone with a role sees the clusters of their scope (state, last sync, the cert-manager API
 versions found, missing permissions, last error). Admins add, edit and delete clusters; the
-kubeconfig is validated (issuance.clusters.kubeconfig.validate) before anything is stored,
+kubeconfig is validated (issuance.kubernetes.certmanager.kubeconfig.validate) before anything is stored,
 stored encrypted, and never shown again. Operators ask for a re-check ("Check now").
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from pathlib import Path
 from typing import Any
 
 from django import forms
@@ -22,19 +23,18 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from console.web.access import (
-    admin_required,
+    check_in_scope,
     mirror_live_groups,
-    mirror_operator_required,
-    mirror_viewer_required,
+    permission_required,
     render_page,
     role_flags,
 )
-from issuance import events
-from issuance.clusters import kubeconfig
-from issuance.clusters.scope import has_scoped_role, scope_of, visible
+from issuance.access import permissions
+from issuance.access.scope import scope_of, visible
+from issuance.kubernetes.certmanager import kubeconfig
 from issuance.models import Cluster, ClusterResource, MirroredKind
 from issuance.models.cluster import DEFAULT_MAX_BACKOFF_SECONDS, DEFAULT_MIN_BACKOFF_SECONDS
-from issuance.roles import OPERATOR
+from issuance.observability import events
 from issuance.worker.wakeup import woken
 
 log = logging.getLogger("console.web.clusters")
@@ -43,6 +43,9 @@ MAX_KUBECONFIG_BYTES = 256 * 1024
 # cert-manager's backoff flags are durations; a week is far beyond any sensible maximum.
 MAX_BACKOFF_SECONDS = 7 * 24 * 3600
 RBAC_FILE = "docs/rbac/issuance-console.yaml"
+# The same file inside the package (console/rbac/ links to docs/rbac/; the wheel holds a
+# copy), so an installed console serves it without the checkout.
+RBAC_PACKAGED = Path(__file__).resolve().parents[1] / "rbac" / "issuance-console.yaml"
 ISSUERS_LISTED = 100
 
 
@@ -130,6 +133,14 @@ class ClusterForm(forms.Form):
             if self.instance is None:
                 self.add_error("kubeconfig", "paste a kubeconfig or choose a file")
                 return data
+            if self.instance.in_cluster:
+                # It speaks as the console's ServiceAccount: no kubeconfig to check against,
+                # and no context to choose.
+                if str(data.get("context") or "").strip():
+                    self.add_error("context", "an in-cluster cluster has no kubeconfig context")
+                data["kubeconfig_text"], data["context"] = "", ""
+                self.offered_contexts = []
+                return data
             text = ""  # keep the stored one; the context is checked against it
         data["kubeconfig_text"] = text
         checked = text if text or self.instance is None else self.instance.kubeconfig
@@ -164,15 +175,12 @@ def _list_context(request: HttpRequest) -> dict[str, Any]:
 
 
 def _operates_in(user: Any, cluster: str) -> bool:
-    """An operator of any namespace of the cluster may ask for a re-check (it only re-reads
-    discovery and permissions)."""
-    scope = scope_of(user)
-    if scope.everything:
-        return has_scoped_role(user, OPERATOR, cluster, "")
-    return any(has_scoped_role(user, OPERATOR, c, ns) for c, ns in scope.pairs if c == cluster)
+    """A re-check needs the operator role for the whole cluster, as in the API (the stricter
+    of the two rules they had: the console let an operator of one namespace ask)."""
+    return permissions.may_in(user, "cluster", "check", cluster, "")
 
 
-@mirror_viewer_required
+@permission_required("cluster", "read")
 def cluster_list(request: HttpRequest) -> HttpResponse:
     return render_page(
         request,
@@ -182,12 +190,22 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-@mirror_viewer_required
+@permission_required("cluster", "read")
+def cluster_rbac(request: HttpRequest) -> HttpResponse:
+    """The RBAC file the pages name, served as text so its link opens it in the browser (the
+    manifest holds no secret: who may see the clusters pages may read it)."""
+    text = RBAC_PACKAGED.read_text(encoding="utf-8")
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = 'inline; filename="issuance-console.yaml"'
+    return response
+
+
+@permission_required("cluster", "read")
 def cluster_list_partial(request: HttpRequest) -> HttpResponse:
     return render(request, "console/partials/cluster_table.html", _list_context(request))
 
 
-@mirror_viewer_required
+@permission_required("cluster", "read")
 def cluster_detail(request: HttpRequest, cluster: str) -> HttpResponse:
     found = _get_visible(request.user, cluster)
     context = {**_list_context(request), "cluster": found, **_kind_counts(request, found)}
@@ -199,7 +217,7 @@ def cluster_detail(request: HttpRequest, cluster: str) -> HttpResponse:
     )
 
 
-@mirror_viewer_required
+@permission_required("cluster", "read")
 def cluster_detail_partial(request: HttpRequest, cluster: str) -> HttpResponse:
     found = _get_visible(request.user, cluster)
     context = {**_list_context(request), "cluster": found, **_kind_counts(request, found)}
@@ -238,9 +256,11 @@ def _recompute_retries(cluster: Cluster) -> bool:
     """After a backoff change the mirrored next-retry times are recomputed by the sync
     helper's mirror module; looked up at call time so this page works without it."""
     try:
-        mirror = importlib.import_module("issuance.clusters.mirror")
+        mirror = importlib.import_module("issuance.kubernetes.certmanager.mirror")
     except ImportError:
-        log.warning("issuance.clusters.mirror is missing: next retries not recomputed")
+        log.warning(
+            "issuance.kubernetes.certmanager.mirror is missing: next retries not recomputed"
+        )
         return False
     recompute = getattr(mirror, "recompute_retries", None)
     if recompute is None:
@@ -251,7 +271,7 @@ def _recompute_retries(cluster: Cluster) -> bool:
 
 
 @never_cache
-@admin_required
+@permission_required("cluster", "create")
 def cluster_add(request: HttpRequest) -> HttpResponse:
     form = ClusterForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -280,7 +300,7 @@ def cluster_add(request: HttpRequest) -> HttpResponse:
 
 
 @never_cache
-@admin_required
+@permission_required("cluster", "change")
 def cluster_edit(request: HttpRequest, cluster: str) -> HttpResponse:
     found = _get_visible(request.user, cluster)
     initial = {
@@ -325,7 +345,7 @@ def _apply_edit(cluster: Cluster, data: dict[str, Any]) -> tuple[list[str], set[
         # A new kubeconfig may reach another API server: look again at once.
         cluster.checked_at = None
         changes.append("kubeconfig replaced")
-        fields |= {"kubeconfig_ciphertext", "checked_at"}
+        fields |= {"kubeconfig_ciphertext", "in_cluster", "checked_at"}
     if data["context"] != cluster.context:
         changes.append(f"context {cluster.context or '-'} -> {data['context'] or '-'}")
         cluster.context = data["context"]
@@ -340,7 +360,7 @@ def _apply_edit(cluster: Cluster, data: dict[str, Any]) -> tuple[list[str], set[
 
 
 @never_cache
-@admin_required
+@permission_required("cluster", "delete")
 def cluster_delete(request: HttpRequest, cluster: str) -> HttpResponse:
     """GET: what goes with the cluster (its mirrored objects, events, scopes). POST: delete."""
     found = _get_visible(request.user, cluster)
@@ -371,12 +391,11 @@ def cluster_delete(request: HttpRequest, cluster: str) -> HttpResponse:
 
 
 @require_POST
-@mirror_operator_required
+@permission_required("cluster", "check")
 def cluster_check(request: HttpRequest, cluster: str) -> HttpResponse:
     """Clear checked_at: the sync runs discovery and the access review again."""
     found = _get_visible(request.user, cluster)
-    if not _operates_in(request.user, found.name):
-        raise Http404("no such cluster")
+    check_in_scope(request, "cluster", "check", found.name, "")
     with transaction.atomic():
         found.checked_at = None
         found.save(update_fields=["checked_at", "updated_at"])
@@ -391,7 +410,7 @@ def cluster_check(request: HttpRequest, cluster: str) -> HttpResponse:
 
 
 @require_POST
-@admin_required
+@permission_required("cluster", "create")
 def kubeconfig_contexts(request: HttpRequest) -> JsonResponse:
     """The contexts a pasted kubeconfig offers (the add form fills its context list with
     them). Nothing is stored; the text is not echoed."""

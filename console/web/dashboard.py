@@ -19,11 +19,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from console.web.access import mirror_live_groups, mirror_viewer_required, render_page
+from console.web.access import mirror_live_groups, permission_required, render_page
 from console.web.charts import charts
 from console.web.mirrored_dashboard import clusters_context
-from issuance.clusters.scope import sees_own_resources
-from issuance.controllers.acme import health
+from issuance.access.scope import sees_own_resources
+from issuance.acme import health
 from issuance.models import (
     FINAL_CHALLENGE_STATES,
     AcmeServer,
@@ -38,7 +38,7 @@ from issuance.models import (
     IssuerKind,
     Notification,
 )
-from issuance.stats import stats
+from issuance.observability.stats import stats
 
 LIST_LIMIT = 10
 # How the challenges controller words a failing self check in `reason`.
@@ -179,7 +179,7 @@ def notifications_context() -> dict[str, Any]:
 
 
 def charts_context() -> dict[str, Any]:
-    """The three charts (issuance/stats.py: three grouped queries)."""
+    """The three charts (issuance/observability/stats.py: three grouped queries)."""
     return {"charts": charts(stats())}
 
 
@@ -196,7 +196,7 @@ SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
 }
 
 
-@mirror_viewer_required
+@permission_required("dashboard", "read", "mirrored-object")
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Scoped users get the mirrored section only (nothing of the console's own)."""
     context: dict[str, Any] = {}
@@ -212,7 +212,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     )
 
 
-@mirror_viewer_required
+@permission_required("dashboard", "read", "mirrored-object")
 def dashboard_partial(request: HttpRequest, section: str) -> HttpResponse:
     if section == "clusters":
         return render(

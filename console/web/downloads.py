@@ -16,10 +16,15 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from console.web.access import operator_required, render_page
-from issuance.apitokens import NAME_MAX, TokenError
+from console.web import shown_once
+from console.web.access import permission_required, render_page
+from issuance.access.apitokens import NAME_MAX, TokenError
+from issuance.delivery.downloadtokens import (
+    PASSWORD_MAX,
+    create_download_token,
+    revoke_download_token,
+)
 from issuance.delivery.formats import offered_files
-from issuance.delivery.tokens import PASSWORD_MAX, create_download_token, revoke_download_token
 from issuance.models import Certificate, DownloadToken
 
 
@@ -56,10 +61,20 @@ def _context(cert: Certificate, form: NewDownloadTokenForm | None = None) -> dic
 
 
 @never_cache
-@operator_required
+@permission_required("download-token", "read", post="create")
 def download_tokens(request: HttpRequest, name: str) -> HttpResponse:
     cert = _certificate(name)
-    form = NewDownloadTokenForm(request.POST or None)
+    if request.method == "GET":
+        context = _context(cert)
+        created = shown_once.take(request, f"download-token:{cert.name}")
+        if created is not None:
+            context.update(
+                created=DownloadToken.objects.filter(pk=created["id"]).defer("digest").first(),
+                token_text=created["secret"],
+                base_url=request.build_absolute_uri("/"),
+            )
+        return render_page(request, "console/certificates/downloads.html", context)
+    form = NewDownloadTokenForm(request.POST)
     if request.method == "POST" and form.is_valid():
         try:
             token, text = create_download_token(
@@ -71,18 +86,16 @@ def download_tokens(request: HttpRequest, name: str) -> HttpResponse:
         except TokenError as exc:
             form.add_error("name", str(exc))
         else:
-            # Rendered, not redirected: the token lives in this response only.
-            context = _context(cert)
-            context.update(created=token, token_text=text, base_url=request.build_absolute_uri("/"))
-            return render_page(request, "console/certificates/downloads.html", context)
-    status = 400 if request.method == "POST" else 200
+            # Post/redirect/get: the page shows the token once (console/web/shown_once.py).
+            shown_once.keep(request, f"download-token:{cert.name}", token.pk, text)
+            return redirect("web:certificate-downloads", name=cert.name)
     return render_page(
-        request, "console/certificates/downloads.html", _context(cert, form), status=status
+        request, "console/certificates/downloads.html", _context(cert, form), status=400
     )
 
 
 @require_POST
-@operator_required
+@permission_required("download-token", "revoke")
 def download_token_revoke(request: HttpRequest, name: str, pk: int) -> HttpResponse:
     cert = _certificate(name)
     if not DownloadToken.objects.filter(pk=pk, certificate=cert).exists():

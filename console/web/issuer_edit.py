@@ -17,17 +17,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from console.web import issuer_forms as forms
-from console.web.access import render_page, require_role
-from issuance import events
-from issuance.acme.client import TLSOptions
-from issuance.acme.directory import DirectoryError, DirectoryMeta, fetch_directory_meta
+from console.web.access import permission_required, render_page
+from issuance.acme.issuer_spec import EAB_ALGORITHMS
+from issuance.acme.protocol.client import TLSOptions
+from issuance.acme.protocol.directory import DirectoryError, DirectoryMeta, fetch_directory_meta
 from issuance.models import Certificate, CertificateRequest, Issuer
-from issuance.roles import ADMIN
+from issuance.observability import events
 from issuance.specs import apply_issuer_ex
-from issuance.specs.acme import EAB_ALGORITHMS
 from issuance.specs.errors import SpecError
 
-admin_required = require_role(ADMIN)
 # Certificates named on the delete page; the count is always the whole number.
 DELETE_LISTED = 20
 TOS_REQUIRED = "accept the CA's terms of service to save"
@@ -162,20 +160,20 @@ def _form_page(request: HttpRequest, issuer: Issuer | None) -> HttpResponse:
     return response
 
 
-@admin_required
+@permission_required("issuer", "create")
 def issuer_new(request: HttpRequest) -> HttpResponse:
     return _form_page(request, None)
 
 
-@admin_required
+@permission_required("issuer", "change")
 def issuer_edit(request: HttpRequest, name: str) -> HttpResponse:
     return _form_page(request, get_object_or_404(Issuer, name=name))
 
 
 @require_POST
-@admin_required
+@permission_required("issuer", "create")
 def issuer_directory(request: HttpRequest) -> HttpResponse:
-    """ "Load profiles": the directory section of the form, for static/js/console-issuers.js
+    """ "Load profiles": the directory section of the form, for console/static/js/console-issuers.js
     to put in place without reloading the page (the same as the form's own button)."""
     meta, directory_error = _directory(request.POST)
     values = {"profile": str(request.POST.get("profile") or "")}
@@ -183,7 +181,7 @@ def issuer_directory(request: HttpRequest) -> HttpResponse:
     return render(request, "console/issuers/directory.html", context)
 
 
-@admin_required
+@permission_required("issuer", "delete")
 def issuer_delete(request: HttpRequest, name: str) -> HttpResponse:
     """GET: what deleting means (how many certificates use the issuer; refused while any
     do, as the API's 409). POST (CSRF-checked): delete, as the API does."""

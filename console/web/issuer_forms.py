@@ -20,8 +20,15 @@ from typing import Any
 
 from django.http import QueryDict
 
-from issuance.specs.acme import TSIG_ALGORITHMS
+from issuance.acme.issuer_spec import TSIG_ALGORITHMS
 from issuance.specs.dns_providers import INLINE_SECRETS
+from issuance.timing.durations import (
+    FRIENDLY_EXAMPLES,
+    DurationError,
+    describe_go_duration,
+    go_duration,
+    parse_friendly_duration,
+)
 
 
 @dataclass(frozen=True)
@@ -311,12 +318,27 @@ def _ca(data: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
             ca["generate"] = True
             if old.get("commonName"):
                 ca["commonName"] = old["commonName"]
-    max_duration = _get(data, "max_duration")
+    max_duration = _max_duration(data)
     if max_duration:
         ca["maxDuration"] = max_duration
     else:
         ca.pop("maxDuration", None)
     return ca
+
+
+def _max_duration(data: Mapping[str, Any]) -> str:
+    """The maximum duration as typed ("365 days", "8760h") in the Go form
+    the spec keeps; what does not parse goes to the spec's validator, whose error is shown
+    beside the field."""
+    typed = _get(data, "max_duration")
+    try:
+        return go_duration(parse_friendly_duration(typed)) if typed else ""
+    except DurationError:
+        return typed
+
+
+def _described(value: object) -> str:
+    return describe_go_duration(value) if value else ""
 
 
 def spec_from_post(data: QueryDict | Mapping[str, Any], old_spec: Mapping[str, Any]) -> Any:
@@ -332,7 +354,7 @@ def spec_from_post(data: QueryDict | Mapping[str, Any], old_spec: Mapping[str, A
         spec["ca"] = _ca(data, old_block)
     elif kind == "selfSigned":
         block = dict(old_block)
-        max_duration = _get(data, "max_duration")
+        max_duration = _max_duration(data)
         if max_duration:
             block["maxDuration"] = max_duration
         else:
@@ -405,10 +427,10 @@ def values_from_spec(kind: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         values.update(
             ca_mode="keep",
             ca_secret_name=str(block.get("secretName") or ""),
-            max_duration=str(block.get("maxDuration") or ""),
+            max_duration=_described(block.get("maxDuration")),
         )
     elif kind == "selfSigned":
-        values["max_duration"] = str(block.get("maxDuration") or "")
+        values["max_duration"] = _described(block.get("maxDuration"))
     return values
 
 
@@ -595,5 +617,20 @@ def field_for_path(path: str) -> str:
 def errors_by_field(errors: list[tuple[str, str]]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for path, message in errors:
-        out.setdefault(field_for_path(path), []).append(f"{path}: {message}")
+        field = field_for_path(path)
+        if field == "max_duration":  # typed in words: answered in words, without the path
+            out.setdefault(field, []).append(_max_duration_in_words(message))
+        else:
+            out.setdefault(field, []).append(f"{path}: {message}")
     return out
+
+
+def _max_duration_in_words(message: str) -> str:
+    bad = _BAD_GO_DURATION.match(message)
+    if bad:  # the spec's Go-only wording: say which forms the field takes
+        return f"{bad.group(1)} is not a length of time: write it like {FRIENDLY_EXAMPLES}"
+    return _GO_DURATION.sub(lambda m: describe_go_duration(m.group(0)), message)
+
+
+_GO_DURATION = re.compile(r"\b\d+h\d+m\d+s\b")
+_BAD_GO_DURATION = re.compile(r"invalid duration ('[^']*'|\"[^\"]*\")")

@@ -11,10 +11,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from console.web.access import operator_required, render_page, viewer_required
-from issuance.controllers.acme import dns_preflight, health
-from issuance.models import Issuer
-from issuance.roles import ADMIN, has_role
+from console.web.access import permission_required, render_page
+from issuance.access import permissions
+from issuance.acme import health
+from issuance.acme.solvers import preflight_step
+from issuance.models import Issuer, Secret
 from issuance.specs.names import dns_name_problem
 
 
@@ -53,33 +54,41 @@ def _context() -> dict[str, Any]:
             (i, i.get_condition("Ready"), solver_summary(i), health.outage_of_issuer(i.pk))
             for i in issuers
         ],
+        # ACME issuers with a stored certificate: their chain can be downloaded
+        # (console/web/certificate_files.py).
+        "issuers_with_chain": set(
+            Secret.objects.filter(certificate__issuer__kind="acme")
+            .exclude(tls_crt="")
+            .values_list("certificate__issuer__name", flat=True)
+            .distinct()
+        ),
         # Issuers offering "Test DNS" (ACME with a dns01 solver), with the last preflight.
         "dns_preflight": [
-            (i.name, i.get_condition(dns_preflight.CONDITION))
+            (i.name, i.get_condition(preflight_step.CONDITION))
             for i in issuers
-            if i.kind == "acme" and dns_preflight.uses_dns01(i)
+            if i.kind == "acme" and preflight_step.uses_dns01(i)
         ],
     }
 
 
 def _can_admin(request: HttpRequest) -> dict[str, bool]:
-    # Edit and delete controls (console/web/issuer_edit.py) are rendered for admins only.
-    return {"can_admin": has_role(request.user, ADMIN)}
+    # Edit and delete controls (console/web/issuer_edit.py) are rendered for who may use them.
+    return {"can_admin": permissions.may(request.user, "issuer", "change")}
 
 
-@viewer_required
+@permission_required("issuer", "read")
 def issuer_list(request: HttpRequest) -> HttpResponse:
     return render_page(request, "console/issuers.html", {**_context(), **_can_admin(request)})
 
 
-@viewer_required
+@permission_required("issuer", "read")
 def issuer_list_partial(request: HttpRequest) -> HttpResponse:
     context = {**_context(), **_can_admin(request)}
     return render(request, "console/partials/issuer_table.html", context)
 
 
 @require_POST
-@operator_required
+@permission_required("issuer", "test-dns")
 def test_dns(request: HttpRequest, name: str) -> HttpResponse:
     """ "Test DNS": the DNS-01 preflight for one example name, now; the outcome is shown
     as a message and kept on the issuer (condition DNSPreflight)."""
@@ -88,10 +97,10 @@ def test_dns(request: HttpRequest, name: str) -> HttpResponse:
     problem = dns_name_problem(dns_name, allow_wildcard=True) if dns_name else "is required"
     if problem:
         messages.error(request, f"Test DNS for {issuer.name}: name {problem}")
-    elif issuer.kind != "acme" or not dns_preflight.uses_dns01(issuer):
+    elif issuer.kind != "acme" or not preflight_step.uses_dns01(issuer):
         messages.error(request, f"Issuer {issuer.name} has no dns01 solver")
     else:
-        result = dns_preflight.test_name(issuer, dns_name)
+        result = preflight_step.test_name(issuer, dns_name)
         took = f"{result.seconds * 1000:.0f} ms"
         if result.ok:
             messages.success(request, f"Test DNS {dns_name}: passed in {took}: {result.message}")

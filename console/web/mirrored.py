@@ -10,7 +10,7 @@ ClusterIssuers: read-only.
 
 Objects outside the user's scope answer 404, as if they did not exist; inside the scope
 without the role, buttons are not shown and their POSTs answer 403. The buttons queue a
-ClusterAction through issuance.clusters.actions (written back by the sync's writeback).
+ClusterAction through issuance.kubernetes.certmanager.cluster_actions (written back by the sync's writeback).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -26,20 +25,18 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from console.web.access import (
-    mirror_approver_required,
+    check_in_scope,
     mirror_flags,
-    mirror_operator_required,
-    mirror_viewer_required,
+    permission_required,
     render_page,
     role_flags,
 )
 from console.web.forms import DecisionForm
 from console.web.mirrored_lists import decode_request
-from issuance.actions import ActionError
-from issuance.clusters import actions as cluster_actions
-from issuance.clusters.scope import cluster_topic, has_scoped_role, namespace_topic, visible
+from issuance.access.scope import cluster_topic, namespace_topic, visible
+from issuance.kubernetes.certmanager import cluster_actions
 from issuance.models import ClusterAction, ClusterEvent, ClusterResource, MirroredKind
-from issuance.roles import APPROVER, OPERATOR
+from issuance.operations.actions import ActionError
 
 CHILDREN_LIMIT = 100
 TIMELINE_LIMIT = 100
@@ -182,7 +179,7 @@ def _base_context(request: HttpRequest, resource: ClusterResource) -> dict[str, 
 # -- pages ------------------------------------------------------------------------------
 
 
-@mirror_viewer_required
+@permission_required("mirrored-object", "read")
 def mirrored_object(
     request: HttpRequest, cluster: str, namespace: str, kind_path: str, name: str
 ) -> HttpResponse:
@@ -216,7 +213,7 @@ def _certificate_url(resource: ClusterResource) -> str:
     )
 
 
-@mirror_viewer_required
+@permission_required("mirrored-object", "read")
 def mirrored_clusterissuer(request: HttpRequest, cluster: str, name: str) -> HttpResponse:
     resource = get_resource(request, cluster, "", MirroredKind.CLUSTER_ISSUER, name)
     context = {**_base_context(request, resource), "events": _timeline(resource, [])}
@@ -225,14 +222,14 @@ def mirrored_clusterissuer(request: HttpRequest, cluster: str, name: str) -> Htt
     )
 
 
-@mirror_viewer_required
+@permission_required("mirrored-object", "read")
 def mirrored_certificate(
     request: HttpRequest, cluster: str, namespace: str, name: str
 ) -> HttpResponse:
     return mirrored_object(request, cluster, namespace, "certificates", name)
 
 
-@mirror_viewer_required
+@permission_required("mirrored-object", "read")
 def mirrored_certificate_partial(
     request: HttpRequest, cluster: str, namespace: str, name: str, part: str
 ) -> HttpResponse:
@@ -247,7 +244,7 @@ def mirrored_certificate_partial(
     return render(request, f"console/partials/mirrored_certificate_{part}.html", context)
 
 
-@mirror_viewer_required
+@permission_required("mirrored-object", "read")
 def mirrored_request_partial(
     request: HttpRequest, cluster: str, namespace: str, name: str
 ) -> HttpResponse:
@@ -263,16 +260,15 @@ def mirrored_request_partial(
 # -- actions ----------------------------------------------------------------------------
 
 
-def _require_scoped(request: HttpRequest, role: str, resource: ClusterResource) -> None:
-    if not has_scoped_role(request.user, role, resource.cluster.name, resource.namespace):
-        raise PermissionDenied(f"the {role} role is required in this namespace")
+def _require_scoped(request: HttpRequest, action: str, resource: ClusterResource) -> None:
+    check_in_scope(request, "mirrored-object", action, resource.cluster.name, resource.namespace)
 
 
 @require_POST
-@mirror_operator_required
+@permission_required("mirrored-object", "renew")
 def mirrored_renew(request: HttpRequest, cluster: str, namespace: str, name: str) -> HttpResponse:
     resource = get_resource(request, cluster, namespace, MirroredKind.CERTIFICATE, name)
-    _require_scoped(request, OPERATOR, resource)
+    _require_scoped(request, "renew", resource)
     message = request.POST.get("message", "").strip()[:1024]
     try:
         cluster_actions.request_renew(resource, request.user, message=message)
@@ -289,7 +285,7 @@ def _decide(
     request: HttpRequest, cluster: str, namespace: str, name: str, decision: str
 ) -> HttpResponse:
     resource = get_resource(request, cluster, namespace, MirroredKind.CERTIFICATE_REQUEST, name)
-    _require_scoped(request, APPROVER, resource)
+    _require_scoped(request, "approve" if decision == "Approved" else "deny", resource)
     back = request.POST.get("next") == "queue"
     target = reverse("web:requests") if back else detail_url(resource)
     form = DecisionForm(request.POST)
@@ -314,12 +310,12 @@ def _decide(
 
 
 @require_POST
-@mirror_approver_required
+@permission_required("mirrored-object", "approve")
 def mirrored_approve(request: HttpRequest, cluster: str, namespace: str, name: str) -> HttpResponse:
     return _decide(request, cluster, namespace, name, "Approved")
 
 
 @require_POST
-@mirror_approver_required
+@permission_required("mirrored-object", "deny")
 def mirrored_deny(request: HttpRequest, cluster: str, namespace: str, name: str) -> HttpResponse:
     return _decide(request, cluster, namespace, name, "Denied")

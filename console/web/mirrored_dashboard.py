@@ -14,7 +14,7 @@ from django.db.models import Count, F, Min, Q
 from django.http import HttpRequest
 from django.utils import timezone
 
-from issuance.clusters.scope import scope_of, visible
+from issuance.access.scope import scope_of, visible
 from issuance.models import Cluster, ClusterResource, MirroredKind
 
 EXPIRY_WINDOW = timedelta(days=30)

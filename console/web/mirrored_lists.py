@@ -7,7 +7,7 @@ many rows there are, and page N of the combined list is exactly rows N*size … 
 
 The Source filter picks all, only the console's own ("console") or one cluster; the
 namespace filter applies to mirrored rows (own rows have no namespace, so they drop out).
-Scoped users never see own rows (issuance.clusters.scope.sees_own_resources).
+Scoped users never see own rows (issuance.access.scope.sees_own_resources).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Any, Generic, TypeVar, overload
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
-from issuance.clusters.scope import has_scoped_role, scope_of, sees_own_resources, visible
+from issuance.access.roles import APPROVER, OPERATOR
+from issuance.access.scope import has_scoped_role, scope_of, sees_own_resources, visible
 from issuance.models import Cluster, ClusterResource
 from issuance.pki.csr import CSRError, CSRInfo, parse_csr
-from issuance.roles import APPROVER, OPERATOR
 
 CONSOLE_SOURCE = "console"
 NAMESPACE_CHOICES_LIMIT = 200

@@ -8,25 +8,21 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from console.web.access import admin_required, render_page, viewer_required
-from issuance import events
+from console.web.access import permission_required, render_page
 from issuance.models import (
     Notification,
     NotificationChannel,
-    NotificationCondition,
     NotificationRule,
     validate_resource_name,
 )
-from issuance.notifications import channels
+from issuance.notifications import channel_store, rules
 
 PAGE_SIZE = 50
-RULE_CONDITIONS = [c for c in NotificationCondition.choices if c[0] not in ("test", "digest")]
 
 
 class ChannelForm(forms.Form):
@@ -40,12 +36,15 @@ class ChannelForm(forms.Form):
     )
     secret = forms.CharField(
         required=False,
-        max_length=256,
+        max_length=channel_store.MAX_SECRET,
         widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
         help_text="Signed webhooks only: the HMAC key (16 characters or more).",
     )
     rate_limit_per_hour = forms.IntegerField(
-        label="Messages per hour", min_value=1, max_value=10000, initial=20
+        label="Messages per hour",
+        min_value=1,
+        max_value=channel_store.MAX_RATE_LIMIT,
+        initial=channel_store.DEFAULT_RATE_LIMIT,
     )
     digest_hour = forms.IntegerField(
         label="Daily digest hour (UTC)",
@@ -69,31 +68,36 @@ class ChannelEditForm(ChannelForm):
 
 
 class RuleForm(forms.Form):
-    name = forms.CharField(max_length=100)
+    """The page's fields; the checks are issuance.notifications.rules' (the API's too)."""
+
+    name = forms.CharField(max_length=253)
     channel = forms.ModelChoiceField(
         queryset=NotificationChannel.objects.order_by("name"), to_field_name="name"
     )
-    condition = forms.ChoiceField(choices=RULE_CONDITIONS)
+    condition = forms.ChoiceField(choices=rules.CONDITION_CHOICES)
     threshold = forms.IntegerField(
         min_value=0,
-        max_value=100000,
-        initial=0,
-        required=False,
-        help_text="Days for “expiring” (default 14), minutes for “waiting for approval” "
-        "(default 30); unused otherwise.",
+        max_value=rules.MAX_THRESHOLD,
+        required=False,  # empty (stored as 0): the condition's default, as the help says
+        widget=forms.NumberInput(attrs={"placeholder": "default"}),
+        help_text="Days for “expiring”, minutes for “waiting for approval” and for “cluster "
+        "unreachable”; leave empty for the default (14 days, 30 minutes, 1 minute). "
+        "Unused otherwise.",
     )
     name_pattern = forms.CharField(
-        required=False, max_length=253, help_text="Only names matching, e.g. web-* (optional)."
+        required=False,
+        max_length=rules.PATTERN_MAX,
+        help_text="Only names matching, e.g. web-* (optional).",
     )
     issuer_pattern = forms.CharField(
-        required=False, max_length=253, help_text="Only issuers matching (optional)."
+        required=False, max_length=rules.PATTERN_MAX, help_text="Only issuers matching (optional)."
     )
-
-    def clean_name(self) -> str:
-        name = str(self.cleaned_data["name"])
-        if NotificationRule.objects.filter(name=name).exists():
-            raise forms.ValidationError("A rule with this name exists.")
-        return name
+    notify_resolved = forms.BooleanField(
+        label="Also when resolved",
+        required=False,
+        help_text="“Cluster unreachable”: one more message when the cluster is reachable "
+        "again. Unused otherwise.",
+    )
 
 
 def _context(
@@ -115,6 +119,7 @@ def _context(
                 "threshold",
                 "name_pattern",
                 "issuer_pattern",
+                "notify_resolved",
                 "enabled",
                 "channel__name",
             )
@@ -129,7 +134,7 @@ def _context(
 
 
 @never_cache
-@viewer_required
+@permission_required("notification-channel", "read")
 def notification_page(request: HttpRequest) -> HttpResponse:
     return render_page(request, "console/notifications.html", _context(request))
 
@@ -143,10 +148,10 @@ def _save_channel(
     """Save a valid form through channels.save; its errors go next to their fields."""
     data = form.cleaned_data
     try:
-        channels.save(
+        channel_store.save(
             channel,
             name,
-            channels.ChannelInput(
+            channel_store.ChannelInput(
                 url=data["url"] or None,
                 secret=data["secret"] or None,
                 rate_limit_per_hour=data["rate_limit_per_hour"],
@@ -155,7 +160,7 @@ def _save_channel(
             ),
             request.user.get_username(),
         )
-    except channels.ChannelError as exc:
+    except channel_store.ChannelError as exc:
         for field, error in exc.errors.items():
             form.add_error(field if field in form.fields else None, error)
         return False
@@ -163,7 +168,7 @@ def _save_channel(
 
 
 @require_POST
-@admin_required
+@permission_required("notification-channel", "create")
 def channel_create(request: HttpRequest) -> HttpResponse:
     form = ChannelForm(request.POST)
     if form.is_valid() and _save_channel(request, form, None, form.cleaned_data["name"]):
@@ -175,7 +180,7 @@ def channel_create(request: HttpRequest) -> HttpResponse:
 
 
 @never_cache
-@admin_required
+@permission_required("notification-channel", "change")
 def channel_edit(request: HttpRequest, name: str) -> HttpResponse:
     channel = get_object_or_404(NotificationChannel, name=name)
     status = 200
@@ -201,75 +206,69 @@ def channel_edit(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @require_POST
-@admin_required
+@permission_required("notification-channel", "send-test")
 def channel_test(request: HttpRequest, name: str) -> HttpResponse:
     channel = get_object_or_404(NotificationChannel, name=name)
-    channels.send_test(channel, request.user.get_username())
+    channel_store.send_test(channel, request.user.get_username())
     messages.success(request, f"Test message queued for {name}: its result appears below.")
     return redirect("web:notifications")
 
 
 @require_POST
-@admin_required
+@permission_required("notification-channel", "change")
 def channel_toggle(request: HttpRequest, name: str) -> HttpResponse:
     channel = get_object_or_404(NotificationChannel, name=name)
-    channels.save(
+    channel_store.save(
         channel,
         name,
-        channels.ChannelInput(enabled=not channel.enabled),
+        channel_store.ChannelInput(enabled=not channel.enabled),
         request.user.get_username(),
     )
     return redirect("web:notifications")
 
 
 @require_POST
-@admin_required
+@permission_required("notification-channel", "delete")
 def channel_delete(request: HttpRequest, name: str) -> HttpResponse:
-    channels.delete(get_object_or_404(NotificationChannel, name=name), request.user.get_username())
+    channel_store.delete(
+        get_object_or_404(NotificationChannel, name=name), request.user.get_username()
+    )
     messages.success(request, f"Channel {name} deleted (with its rules and deliveries).")
     return redirect("web:notifications")
 
 
 @require_POST
-@admin_required
+@permission_required("notification-rule", "create")
 def rule_create(request: HttpRequest) -> HttpResponse:
     form = RuleForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
-        with transaction.atomic():
-            rule = NotificationRule.objects.create(
-                name=data["name"],
-                channel=data["channel"],
-                condition=data["condition"],
-                threshold=data["threshold"] or 0,
-                name_pattern=data["name_pattern"],
-                issuer_pattern=data["issuer_pattern"],
+        try:
+            rule = rules.create(
+                data["name"],
+                {
+                    "channel": data["channel"].name,
+                    "condition": data["condition"],
+                    "threshold": data["threshold"] or 0,
+                    "name_pattern": data["name_pattern"],
+                    "issuer_pattern": data["issuer_pattern"],
+                    "notify_resolved": data["notify_resolved"],
+                },
+                request.user.get_username(),
             )
-            events.record(
-                "NotificationRule",
-                rule.name,
-                "Created",
-                f"Rule {rule.name}: {rule.get_condition_display()} → {rule.channel.name}",
-                actor=request.user.get_username(),
-            )
-        messages.success(request, f"Rule {rule.name} added.")
-        return redirect("web:notifications")
+        except rules.RuleError as exc:
+            for field, error in exc.errors.items():
+                form.add_error(field if field in form.fields else None, error)
+        else:
+            messages.success(request, f"Rule {rule.name} added.")
+            return redirect("web:notifications")
     return render_page(
         request, "console/notifications.html", _context(request, rule_form=form), status=400
     )
 
 
 @require_POST
-@admin_required
+@permission_required("notification-rule", "delete")
 def rule_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    rule = get_object_or_404(NotificationRule, pk=pk)
-    with transaction.atomic():
-        rule.delete()
-        events.record(
-            "NotificationRule",
-            rule.name,
-            "Deleted",
-            f"Rule {rule.name} deleted",
-            actor=request.user.get_username(),
-        )
+    rules.delete(get_object_or_404(NotificationRule, pk=pk), request.user.get_username())
     return redirect("web:notifications")

@@ -8,7 +8,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from console.web.access import mirror_live_groups, mirror_viewer_required, render_page
+from console.web.access import mirror_live_groups, permission_required, render_page
 from console.web.mirrored_lists import (
     Chained,
     SourceFilter,
@@ -54,7 +54,7 @@ def _context(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-@mirror_viewer_required
+@permission_required("order", "read", "mirrored-object")
 def order_list(request: HttpRequest) -> HttpResponse:
     context = {**_context(request), **filter_choices(request, MirroredKind.ORDER)}
     return render_page(
@@ -65,6 +65,6 @@ def order_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-@mirror_viewer_required
+@permission_required("order", "read", "mirrored-object")
 def order_list_partial(request: HttpRequest) -> HttpResponse:
     return render(request, "console/partials/order_table.html", _context(request))

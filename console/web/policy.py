@@ -4,7 +4,7 @@ API), and a preview that runs the real decision function (`issuance.approval.eva
 a pasted CSR with the edited, unsaved policy.
 
 Why YAML boxes and not a field per check: deny rules are a list of objects with nine
-optional conditions each; a textarea keeps the full shape (and the README's example pastes
+optional conditions each; a textarea keeps the full shape (and docs/approvals.md's example pastes
 in as is), and the spec layer's errors, which name the field path, are shown next to the
 box they are about. Nothing is validated here twice.
 """
@@ -18,17 +18,16 @@ from typing import Any
 import yaml
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
-from console.web.access import render_page, viewer_required
+from console.web.access import permission_required, render_page
+from issuance.access import permissions
 from issuance.approval import Decision, evaluate
 from issuance.models import CertificateRequest, Issuer
 from issuance.pki.csr import CSRError, CSRInfo, parse_csr
-from issuance.roles import ADMIN, APPROVER, OPERATOR, roles_of
 from issuance.specs.errors import SpecError
 from issuance.specs.issuer import apply_issuer_ex, validate_issuer_spec
 from issuance.specs.outcome import Applied, Outcome
@@ -185,7 +184,7 @@ def preview_decision(issuer: Issuer, spec: dict[str, Any], data: dict[str, Any])
 
 
 def may_preview(request: HttpRequest) -> bool:
-    return bool(roles_of(request.user) & {OPERATOR, APPROVER})
+    return permissions.may(request.user, "approval-policy", "preview")
 
 
 def _render(
@@ -199,7 +198,6 @@ def _render(
     csr: CSRInfo | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    roles = roles_of(request.user)
     response = render_page(
         request,
         "console/policy.html",
@@ -210,7 +208,7 @@ def _render(
             "errors": errors or {},
             "decision": decision,
             "csr": csr,
-            "can_save": ADMIN in roles,
+            "can_save": permissions.may(request.user, "approval-policy", "change"),
             "can_preview": may_preview(request),
             "rules_example": RULES_EXAMPLE,
             "deny_example": DENY_EXAMPLE,
@@ -221,13 +219,11 @@ def _render(
 
 
 @require_http_methods(["GET", "POST"])
-@viewer_required
+@permission_required("approval-policy", "read", post="change")
 def policy_editor(request: HttpRequest, name: str) -> HttpResponse:
     """GET: the editor (viewers read it); POST: save (admin)."""
     issuer = get_object_or_404(Issuer.objects.defer("acme_account_key_ciphertext"), name=name)
     if request.method == "POST":
-        if ADMIN not in roles_of(request.user):
-            raise PermissionDenied("the admin role is required")
         return save_policy(request, issuer)
     form = PolicyForm(initial=initial_of(issuer))
     return _render(request, issuer, form, PreviewForm())
@@ -286,10 +282,8 @@ def save_policy(request: HttpRequest, issuer: Issuer) -> HttpResponse:
 
 
 @require_POST
-@viewer_required
+@permission_required("approval-policy", "preview")
 def preview_policy(request: HttpRequest, name: str) -> HttpResponse:
-    if not may_preview(request):
-        raise PermissionDenied("the operator or approver role is required")
     issuer = get_object_or_404(Issuer.objects.defer("acme_account_key_ciphertext"), name=name)
     form = PolicyForm(request.POST)
     preview = PreviewForm(request.POST)

@@ -5,9 +5,13 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, path
 
 from console.web import (
+    apitokens,
     audit,
     auth,
     certificate_actions,
+    certificate_endpoints,
+    certificate_files,
+    certificaterequests,
     certificates,
     challenges,
     clusters,
@@ -17,10 +21,13 @@ from console.web import (
     issuers,
     mirrored,
     notifications,
+    oidc,
+    oidc_rules,
     orders,
+    password,
     policy,
-    requests,
-    tokens,
+    signin_locks,
+    two_factor,
     users,
     webhooks,
 )
@@ -28,8 +35,22 @@ from console.web import (
 app_name = "web"
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("login/", auth.login, name="login"),
-    path("logout/", auth.logout, name="logout"),
+    path("login/", oidc.password_login(auth.login), name="login"),
+    path("login/sso/", oidc.start, name="oidc-login"),
+    path("login/sso/callback/", oidc.callback, name="oidc-callback"),
+    path("logout/", oidc.provider_logout(auth.logout), name="logout"),
+    # local accounts: the second factor and passwords (console/signin_steps.py orders them)
+    path("login/verify/", two_factor.signin_verify, name="signin-verify"),
+    path("account/security/", two_factor.account_security, name="account-security"),
+    path("account/password/", password.password_change, name="password-change"),
+    path("account/two-factor/setup/", two_factor.setup, name="two-factor-setup"),
+    path("account/two-factor/qr.svg", two_factor.setup_qr, name="two-factor-qr"),
+    path("account/two-factor/recovery-codes/", two_factor.recovery_codes, name="recovery-codes"),
+    path(
+        "account/two-factor/recovery-codes/new/",
+        two_factor.recovery_codes_new,
+        name="recovery-codes-new",
+    ),
     path("", dashboard.dashboard, name="dashboard"),
     path(
         "partials/dashboard/<slug:section>/",
@@ -41,6 +62,47 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("certificates/<str:name>/", certificates.certificate_detail, name="certificate-detail"),
     path("certificates/<str:name>/renew/", certificates.force_renew, name="certificate-renew"),
     path("certificates/<str:name>/revoke/", certificates.revoke, name="certificate-revoke"),
+    # The Endpoints card (console/web/certificate_endpoints.py).
+    path(
+        "certificates/<str:name>/endpoints/",
+        certificate_endpoints.endpoint_add,
+        name="certificate-endpoint-add",
+    ),
+    path(
+        "certificates/<str:name>/endpoints/<int:pk>/remove/",
+        certificate_endpoints.endpoint_remove,
+        name="certificate-endpoint-remove",
+    ),
+    path(
+        "certificates/<str:name>/endpoints/check/",
+        certificate_endpoints.endpoint_check,
+        name="certificate-endpoint-check",
+    ),
+    # Files from the browser (console/web/certificate_files.py): public files by GET, the
+    # private key and PKCS#12 by POST (admin, audited).
+    path(
+        "certificates/<str:name>/files/key/",
+        certificate_files.key_files,
+        name="certificate-key-files",
+    ),
+    path(
+        "certificates/<str:name>/files/key/key.pem",
+        certificate_files.key_pem,
+        name="certificate-key-pem",
+    ),
+    path(
+        "certificates/<str:name>/files/key/bundle.p12",
+        certificate_files.key_pkcs12,
+        name="certificate-key-p12",
+    ),
+    path(
+        "certificates/<str:name>/files/<str:filename>",
+        certificate_files.certificate_file,
+        name="certificate-file",
+    ),
+    path(
+        "issuers/<str:name>/files/<str:filename>", certificate_files.issuer_file, name="issuer-file"
+    ),
     # Scoped download tokens for one certificate (console/web/downloads.py).
     path(
         "certificates/<str:name>/downloads/",
@@ -82,10 +144,10 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("bulk/<uuid:action_id>/", certificate_actions.bulk_detail, name="bulk-detail"),
     path("bulk/<uuid:action_id>/step/", certificate_actions.bulk_step, name="bulk-step"),
     path("partials/bulk/<uuid:action_id>/", certificate_actions.bulk_partial, name="bulk-partial"),
-    path("requests/", requests.approval_queue, name="requests"),
-    path("requests/<str:name>/approve/", requests.approve, name="request-approve"),
-    path("requests/<str:name>/deny/", requests.deny, name="request-deny"),
-    path("partials/requests/", requests.approval_queue_partial, name="requests-partial"),
+    path("requests/", certificaterequests.approval_queue, name="requests"),
+    path("requests/<str:name>/approve/", certificaterequests.approve, name="request-approve"),
+    path("requests/<str:name>/deny/", certificaterequests.deny, name="request-deny"),
+    path("partials/requests/", certificaterequests.approval_queue_partial, name="requests-partial"),
     path("issuers/", issuers.issuer_list, name="issuers"),
     path("partials/issuers/", issuers.issuer_list_partial, name="issuers-partial"),
     path("issuers/<str:name>/test-dns/", issuers.test_dns, name="issuer-test-dns"),
@@ -109,14 +171,19 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("audit/export.csv", audit.audit_export, name="audit-export"),
     # console-users-charts: users (admin) and each user's own API tokens
     path("users/", users.user_list, name="users"),
+    path("users/locks/", signin_locks.lock_list, name="signin-locks"),
+    path("users/sso/", oidc_rules.rules_page, name="oidc-rules"),
+    path("users/locks/lift/", signin_locks.lock_lift, name="signin-lock-lift"),
     path("users/new/", users.user_create, name="user-create"),
     path("users/<int:pk>/roles/", users.user_roles, name="user-roles"),
     path("users/<int:pk>/scopes/", users.user_scopes, name="user-scopes"),
     path("users/<int:pk>/disable/", users.user_disable, name="user-disable"),
     path("users/<int:pk>/enable/", users.user_enable, name="user-enable"),
-    path("account/tokens/", tokens.token_list, name="tokens"),
-    path("account/tokens/new/", tokens.token_create, name="token-create"),
-    path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("users/<int:pk>/password/reset/", password.reset, name="user-password-reset"),
+    path("users/<int:pk>/two-factor/reset/", two_factor.reset, name="user-two-factor-reset"),
+    path("account/tokens/", apitokens.token_list, name="tokens"),
+    path("account/tokens/new/", apitokens.token_create, name="token-create"),
+    path("account/tokens/<int:pk>/revoke/", apitokens.token_revoke, name="token-revoke"),
     # issuance-webhooks: webhooks told of new revisions (admin)
     path("webhooks/", webhooks.webhook_list, name="webhooks"),
     path("webhooks/new/", webhooks.webhook_create, name="webhook-create"),
@@ -146,6 +213,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # cert-manager cluster mode: clusters (console/web/clusters.py) and the mirrored objects
     # pages (console/web/mirrored.py); lists show mirrored rows beside the console's own.
     path("clusters/", clusters.cluster_list, name="clusters"),
+    path("cluster-rbac.yaml", clusters.cluster_rbac, name="cluster-rbac"),
     path("partials/clusters/", clusters.cluster_list_partial, name="clusters-partial"),
     path("new-cluster/", clusters.cluster_add, name="cluster-add"),
     path("new-cluster/contexts/", clusters.kubeconfig_contexts, name="cluster-contexts"),

@@ -1,6 +1,6 @@
 """Users (admin): create with a one-time password, assign roles, disable and re-enable.
 
-Acts through issuance/users.py (which keeps at least one active admin); the generated
+Acts through issuance/access/users.py (which keeps at least one active admin); the generated
 password is in the one response that created the user and nowhere else.
 """
 
@@ -18,10 +18,11 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from console.web.access import admin_required, render_page
-from issuance import users
-from issuance.models import Cluster, RoleScope
-from issuance.roles import ROLES
+from console.web import shown_once
+from console.web.access import permission_required, render_page
+from issuance.access import users
+from issuance.access.roles import ROLES
+from issuance.models import Cluster, PasswordChangeRequired, RoleScope, TOTPFactor
 
 PAGE_SIZE = 50
 ROLE_CHOICES = [(r, r) for r in ROLES]
@@ -40,7 +41,7 @@ class RolesForm(forms.Form):
     )
 
 
-def _context(request: HttpRequest, form: NewUserForm | None = None) -> dict[str, Any]:
+def context(request: HttpRequest, form: NewUserForm | None = None) -> dict[str, Any]:
     everyone = User.objects.order_by("username").prefetch_related(
         Prefetch("groups", queryset=Group.objects.only("id", "name")),
         Prefetch("role_scopes", queryset=RoleScope.objects.select_related("cluster")),
@@ -54,9 +55,22 @@ def _context(request: HttpRequest, form: NewUserForm | None = None) -> dict[str,
         )
         for u in page.object_list
     ]
+    on_page = [u.pk for u in page.object_list]
     return {
         "page": page,
         "rows": rows,
+        # Which users have a second factor, and which must change their password (two
+        # queries whatever the page size).
+        "with_factor": set(
+            TOTPFactor.objects.filter(user_id__in=on_page, confirmed=True).values_list(
+                "user_id", flat=True
+            )
+        ),
+        "must_change": set(
+            PasswordChangeRequired.objects.filter(user_id__in=on_page).values_list(
+                "user_id", flat=True
+            )
+        ),
         "roles": ROLES,
         "form": form or NewUserForm(),
         "me": request.user.pk,
@@ -65,14 +79,23 @@ def _context(request: HttpRequest, form: NewUserForm | None = None) -> dict[str,
 
 
 @never_cache
-@admin_required
+@permission_required("user", "read")
 def user_list(request: HttpRequest) -> HttpResponse:
-    return render_page(request, "console/users.html", _context(request))
+    shown = context(request)
+    created = shown_once.take(request, "user")
+    if created is not None:
+        shown["created"] = User.objects.filter(pk=created["id"]).first()
+        shown["password"] = created["secret"]
+    reset = shown_once.take(request, "password-reset")
+    if reset is not None:
+        shown["reset_user"] = User.objects.filter(pk=reset["id"]).first()
+        shown["password"] = reset["secret"]
+    return render_page(request, "console/users.html", shown)
 
 
 @require_POST
 @never_cache
-@admin_required
+@permission_required("user", "create")
 def user_create(request: HttpRequest) -> HttpResponse:
     form = NewUserForm(request.POST)
     if form.is_valid():
@@ -85,16 +108,14 @@ def user_create(request: HttpRequest) -> HttpResponse:
         except users.UserError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         else:
-            # Rendered, not redirected: the password lives in this response only.
-            context = _context(request)
-            context["created"] = user
-            context["password"] = password
-            return render_page(request, "console/users.html", context)
-    return render_page(request, "console/users.html", _context(request, form), status=400)
+            # Post/redirect/get: the list shows the password once (console/web/shown_once.py).
+            shown_once.keep(request, "user", user.pk, password)
+            return redirect("web:users")
+    return render_page(request, "console/users.html", context(request, form), status=400)
 
 
 @require_POST
-@admin_required
+@permission_required("user", "change")
 def user_roles(request: HttpRequest, pk: int) -> HttpResponse:
     user = get_object_or_404(User, pk=pk)
     form = RolesForm(request.POST)
@@ -123,19 +144,19 @@ def _set_active(request: HttpRequest, pk: int, active: bool) -> HttpResponse:
 
 
 @require_POST
-@admin_required
+@permission_required("user", "change")
 def user_disable(request: HttpRequest, pk: int) -> HttpResponse:
     return _set_active(request, pk, active=False)
 
 
 @require_POST
-@admin_required
+@permission_required("user", "change")
 def user_enable(request: HttpRequest, pk: int) -> HttpResponse:
     return _set_active(request, pk, active=True)
 
 
 @require_POST
-@admin_required
+@permission_required("user", "change")
 def user_scopes(request: HttpRequest, pk: int) -> HttpResponse:
     """Limit a user's roles to clusters/namespaces ("prod/team-a, staging"); empty = unscoped."""
     user = get_object_or_404(User, pk=pk)

@@ -1,7 +1,7 @@
 """Issuance webhooks (admin): list, create (the secret shown once when generated), delete,
 send a test; the recent deliveries with every attempt.
 
-Acts through issuance/webhooks.py, as the API does. The signing secret is in the one
+Acts through issuance/notifications/webhooks.py, as the API does. The signing secret is in the one
 response that created the webhook (when the console generated it) and nowhere else.
 """
 
@@ -16,10 +16,11 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from console.web.access import admin_required, render_page
-from issuance import webhooks
+from console.web import shown_once
+from console.web.access import permission_required, render_page
 from issuance.models import IssuanceWebhook, WebhookDelivery
 from issuance.models.issuancewebhook import URL_MAX
+from issuance.notifications import webhooks
 
 RECENT_DELIVERIES = 50
 
@@ -59,14 +60,19 @@ def _context(form: NewWebhookForm | None = None) -> dict[str, Any]:
 
 
 @never_cache
-@admin_required
+@permission_required("issuance-webhook", "read")
 def webhook_list(request: HttpRequest) -> HttpResponse:
-    return render_page(request, "console/webhooks.html", _context())
+    context = _context()
+    created = shown_once.take(request, "webhook")
+    if created is not None:
+        context["created"] = IssuanceWebhook.objects.filter(pk=created["id"]).first()
+        context["secret_text"] = created["secret"]  # "" when the admin gave the secret
+    return render_page(request, "console/webhooks.html", context)
 
 
 @require_POST
 @never_cache
-@admin_required
+@permission_required("issuance-webhook", "create")
 def webhook_create(request: HttpRequest) -> HttpResponse:
     form = NewWebhookForm(request.POST)
     if form.is_valid():
@@ -84,16 +90,15 @@ def webhook_create(request: HttpRequest) -> HttpResponse:
         except webhooks.WebhookError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         else:
-            # Rendered, not redirected: a generated secret lives in this response only.
-            context = _context()
-            context["created"] = hook
-            context["secret_text"] = generated
-            return render_page(request, "console/webhooks.html", context)
+            # Post/redirect/get: the list shows a generated secret once
+            # (console/web/shown_once.py).
+            shown_once.keep(request, "webhook", hook.pk, generated)
+            return redirect("web:webhooks")
     return render_page(request, "console/webhooks.html", _context(form), status=400)
 
 
 @require_POST
-@admin_required
+@permission_required("issuance-webhook", "delete")
 def webhook_delete(request: HttpRequest, name: str) -> HttpResponse:
     hook = get_object_or_404(IssuanceWebhook, name=name)
     webhooks.delete_webhook(hook, actor=request.user.get_username())
@@ -102,7 +107,7 @@ def webhook_delete(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @require_POST
-@admin_required
+@permission_required("issuance-webhook", "send-test")
 def webhook_test(request: HttpRequest, name: str) -> HttpResponse:
     hook = get_object_or_404(IssuanceWebhook, name=name)
     webhooks.queue_test(hook, actor=request.user.get_username())

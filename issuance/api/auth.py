@@ -2,7 +2,7 @@
 
 `Authorization: Token <token>`, DRF's header and errors (the class derives from DRF's, so
 the OpenAPI schema describes it as DRF's `tokenAuth`). The row is found by SHA-256 of the
-token (issuance/apitokens.py says why a fast digest), with its user, by one query compiled
+token (issuance/access/apitokens.py says why a fast digest), with its user, by one query compiled
 once per thread.
 
 Every API call authenticates, and compiling `ApiToken.objects.select_related("user")
@@ -24,7 +24,8 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
-from issuance.apitokens import digest_of, mark_used
+from issuance.access import signin
+from issuance.access.apitokens import digest_of, mark_used
 from issuance.fastpaths.compiled_query import compiled
 from issuance.models import ApiToken
 
@@ -40,10 +41,19 @@ class TokenAuthentication(authentication.TokenAuthentication):
     """`Authorization: Token <token>`, with rest_framework's headers and errors."""
 
     model = ApiToken
+    # Too many bad tokens from one address: 429 (issuance.access.signin; the schema documents it).
+    limits_bad_tokens = True
+
+    def authenticate(self, request: Any) -> tuple[AbstractBaseUser, Any] | None:
+        self._request = request
+        return super().authenticate(request)
 
     def authenticate_credentials(self, key: str) -> tuple[AbstractBaseUser, Any]:
+        # Checked before the lookup, so a limited address learns nothing from a right guess.
+        signin.check_token_address(self._request)
         found = compiled("api-token", _token_query, _STAND_IN).fetch(digest_of(key))
         if not found:
+            signin.token_failed(self._request, "API")
             raise exceptions.AuthenticationFailed(_("Invalid token."))
         token: Any = found[0]
         if not token.user.is_active:

@@ -11,7 +11,6 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from issuance import actions, events
 from issuance.api.common import (
     ActionBodySerializer,
     CertificateRequestWriteSerializer,
@@ -20,10 +19,11 @@ from issuance.api.common import (
     read_write_body,
 )
 from issuance.api.errors import Conflict
-from issuance.api.fields import ObjectField, ObjectListField
-from issuance.api.permissions import APPROVER, OPERATOR
+from issuance.api.fields import ObjectField, ObjectListField, SpecField
 from issuance.api.query import QueryFilter
 from issuance.models import Approval, CertificateRequest, ImmutableSpecError, RequestState
+from issuance.observability import events
+from issuance.operations import actions
 from issuance.specs import create_certificate_request
 from issuance.specs.outcome import changed_fields
 
@@ -55,7 +55,7 @@ class CertificateRequestSerializer(serializers.Serializer[Any]):
     requester = serializers.CharField()
     source = serializers.CharField()  # type: ignore[assignment]  # the field, not Field.source
     owner = serializers.SerializerMethodField()
-    spec = ObjectField()
+    spec = SpecField("StoredCertificateRequestSpec")
     status = CertificateRequestStatusSerializer(source="*")
 
     @extend_schema_field(OwnerSerializer(allow_null=True))
@@ -70,14 +70,7 @@ class CertificateRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin
 
     queryset = CertificateRequest.objects.all()
     serializer_class = CertificateRequestSerializer
-    required_roles = {
-        "create": OPERATOR,
-        "update": OPERATOR,
-        "partial_update": OPERATOR,
-        "destroy": OPERATOR,
-        "approve": APPROVER,
-        "deny": APPROVER,
-    }
+    resource = "certificate-request"
 
     filters = (
         QueryFilter("certificate", "certificate__name", "owning Certificate name"),
@@ -92,10 +85,13 @@ class CertificateRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin
         )
 
     @extend_schema(
-        request=CertificateRequestWriteSerializer, responses={201: CertificateRequestSerializer}
+        request=CertificateRequestWriteSerializer,
+        responses={201: CertificateRequestSerializer},
+        description="Submit a PEM CSR; the requester is the authenticated user. Name "
+        "optional. 400 also when the body is well formed but names an issuer that does not "
+        "exist (spec.issuerRef) or its request is not a CSR that parses.",
     )
     def create(self, request: Request) -> Response:
-        """Submit a PEM CSR; the requester is the authenticated user. Name optional."""
         body = read_write_body(request, CertificateRequestWriteSerializer)
         if body.get("name") and CertificateRequest.objects.filter(name=body["name"]).exists():
             raise Conflict(f"CertificateRequest {body['name']!r} already exists.")
@@ -106,10 +102,17 @@ class CertificateRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin
 
     def _immutable(self, request: Request, partial: bool) -> Response:
         current = self.get_object()
-        body = read_write_body(request, CertificateRequestWriteSerializer, partial=partial)
-        spec = merge_patch(current.spec, body["spec"]) if partial else body["spec"]
-        fields = changed_fields(current.spec, spec) if isinstance(spec, dict) else ["spec"]
-        raise ImmutableSpecError("CertificateRequest", current.name, fields or ["spec"])
+        serializer = CertificateRequestWriteSerializer(data=request.data, partial=partial)
+        if not serializer.is_valid() and set(serializer.errors) != {"metadata.name"}:
+            raise serializers.ValidationError(serializer.errors)
+        # A well-formed body changes nothing, whatever name it gives (a name and a
+        # metadata.name that differ included): the CertificateRequest is immutable (409).
+        fields = ["spec"]
+        if not serializer.errors:
+            patch = serializer.validated_data["spec"]
+            spec = merge_patch(current.spec, patch) if partial else patch
+            fields = changed_fields(current.spec, spec) or ["spec"]
+        raise ImmutableSpecError("CertificateRequest", current.name, fields)
 
     @extend_schema(request=CertificateRequestWriteSerializer, responses={409: None})
     def update(self, request: Request, name: str) -> Response:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiExample,
     extend_schema,
@@ -17,29 +18,32 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from issuance import actions, events
+from issuance.acme import health
+from issuance.acme.fallback import issued_by_many, with_issued_by
 from issuance.api.common import (
     CertificateWriteSerializer,
     ResourceViewSet,
     StrictSerializer,
     merge_patch,
     read_write_body,
+    warn_ignored,
 )
 from issuance.api.errors import Conflict
-from issuance.api.fields import ObjectField, ObjectListField
-from issuance.api.permissions import ADMIN, OPERATOR
+from issuance.api.fields import ObjectListField, SpecField
 from issuance.api.query import QueryFilter
-from issuance.controllers.acme import health
-from issuance.controllers.acme.fallback import issued_by_many, with_issued_by
 from issuance.fastpaths.prebuilt_fields import PrebuiltFieldsMixin
 from issuance.models import (
     REASONS,
     Certificate,
     CertificateState,
+    Endpoint,
     Revocation,
     RevocationState,
     Secret,
 )
+from issuance.observability import events
+from issuance.operations import actions
+from issuance.probing.deployment import Deployment, deployment, state_of
 from issuance.shapes import CaUnreachable
 from issuance.specs import apply_certificate_ex
 from issuance.specs.certificate import CertificateExists
@@ -56,6 +60,22 @@ CREATE_EXAMPLE = OpenApiExample(
     },
     request_only=True,
 )
+
+
+def endpoint_rows(cert: Certificate) -> list[Endpoint]:
+    """The certificate's endpoints, read once per object: from the list's prefetch, or one
+    query kept on the object for the status's two fields."""
+    rows: list[Endpoint] | None = getattr(cert, "_endpoint_rows", None)
+    if rows is None:
+        rows = list(cert.endpoints.all())
+        cert._endpoint_rows = rows  # type: ignore[attr-defined]
+    return rows
+
+
+def without_endpoints(cert: Certificate) -> Certificate:
+    """A certificate created just now has no endpoints: its answer reads none."""
+    cert._endpoint_rows = []  # type: ignore[attr-defined]
+    return cert
 
 
 class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
@@ -79,6 +99,8 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
     lastError = serializers.CharField(source="last_error")
     caUnreachable = serializers.SerializerMethodField()
     issuedBy = serializers.SerializerMethodField()
+    deployment = serializers.SerializerMethodField()
+    endpoints = serializers.SerializerMethodField()
 
     @extend_schema_field(
         inline_serializer(
@@ -164,13 +186,77 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
             return None
         return issued_by_many([obj.pk]).get(obj.pk)
 
+    @extend_schema_field(
+        inline_serializer(
+            "CertificateDeployment",
+            {
+                "state": serializers.ChoiceField(
+                    choices=[
+                        "Deployed",
+                        "Deploying",
+                        "Stale",
+                        "Mismatch",
+                        "Unreachable",
+                        "Unchecked",
+                    ]
+                ),
+                "endpoints": serializers.IntegerField(),
+                "current": serializers.IntegerField(),
+                "stale": serializers.ListField(child=serializers.CharField()),
+            },
+            allow_null=True,
+        )
+    )
+    def get_deployment(self, obj: Certificate) -> Deployment | None:
+        """Whether the endpoints serve the current revision (docs/verifying-deployments.md);
+        null when the certificate has no endpoints."""
+        return deployment(endpoint_rows(obj), timezone.now())
+
+    @extend_schema_field(
+        inline_serializer(
+            "CertificateEndpointStatus",
+            {
+                "address": serializers.CharField(),
+                "protocol": serializers.CharField(),
+                "state": serializers.CharField(),
+                "probedAt": serializers.DateTimeField(allow_null=True),
+                "revision": serializers.IntegerField(allow_null=True),
+                "error": serializers.CharField(),
+                "chainVerified": serializers.BooleanField(allow_null=True),
+                "hostnameMatch": serializers.BooleanField(allow_null=True),
+            },
+            many=True,
+        )
+    )
+    def get_endpoints(self, obj: Certificate) -> list[dict[str, Any]]:
+        """The latest probe of each endpoint, in brief (the whole record, with the served
+        chain: /api/v1/certificates/{name}/endpoints/)."""
+        now = timezone.now()
+        field = serializers.DateTimeField()
+        out = []
+        for e in endpoint_rows(obj):
+            probe = e.typed_last_probe
+            out.append(
+                {
+                    "address": e.address,
+                    "protocol": e.protocol,
+                    "state": state_of(e, now),
+                    "probedAt": field.to_representation(e.probed_at) if e.probed_at else None,
+                    "revision": e.served_revision,
+                    "error": probe["error"] if probe else "",
+                    "chainVerified": probe["chainVerified"] if probe else None,
+                    "hostnameMatch": probe["hostnameMatch"] if probe else None,
+                }
+            )
+        return out
+
 
 class CertificateSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
     name = serializers.CharField()
     generation = serializers.IntegerField()
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
-    spec = ObjectField()
+    spec = SpecField("CertificateSpec")
     status = CertificateStatusSerializer(source="*")
 
 
@@ -200,6 +286,14 @@ class RevocationSerializer(serializers.Serializer[Any]):
     revokedAt = serializers.DateTimeField(source="revoked_at", allow_null=True)
 
 
+# Why a schema-valid body may still be answered 400 (schemathesis allows it for these).
+NAMES_OTHERS = (
+    "400 also when the body is well formed but names an issuer that does not exist "
+    "(spec.issuerRef), when the merged spec breaks a rule JSON Schema cannot state (a "
+    "DNS name twice, renewBefore not below duration, a cron expression that matches no "
+    "date), or when its name is not the URL's."
+)
+
 SecretSerializer = inline_serializer(
     "CertificateSecret",
     {
@@ -216,15 +310,8 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
 
     queryset = Certificate.objects.all()
     serializer_class = CertificateSerializer
-    required_roles = {
-        "create": OPERATOR,
-        "update": OPERATOR,
-        "partial_update": OPERATOR,
-        "destroy": OPERATOR,
-        "renew": OPERATOR,
-        "revoke": OPERATOR,
-        "secret": ADMIN,
-    }
+    resource = "certificate"
+    permission_actions = {"secret": "read-key"}
 
     filters = (
         QueryFilter(
@@ -238,12 +325,13 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
     )
 
     def get_queryset(self) -> Any:
-        return with_issued_by(Certificate.objects.order_by("name"))
+        return with_issued_by(Certificate.objects.order_by("name")).prefetch_related("endpoints")
 
     @extend_schema(
         request=CertificateWriteSerializer,
         responses={201: CertificateSerializer},
         examples=[CREATE_EXAMPLE],
+        description="Create a Certificate. " + NAMES_OTHERS,
     )
     def create(self, request: Request) -> Response:
         body = read_write_body(request, CertificateWriteSerializer)
@@ -257,25 +345,39 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
             raise Conflict(
                 f"Certificate {body['name']!r} already exists; use PUT or PATCH to change it."
             ) from None
-        return Response(CertificateSerializer(applied.obj).data, status=status.HTTP_201_CREATED)
+        return warn_ignored(
+            request,
+            Response(
+                CertificateSerializer(without_endpoints(applied.obj)).data,
+                status=status.HTTP_201_CREATED,
+            ),
+        )
 
-    @extend_schema(request=CertificateWriteSerializer, responses=CertificateSerializer)
+    @extend_schema(
+        request=CertificateWriteSerializer,
+        responses=CertificateSerializer,
+        description="Replace the spec. " + NAMES_OTHERS,
+    )
     def update(self, request: Request, name: str) -> Response:
         current = self.get_object()
-        body = read_write_body(request, CertificateWriteSerializer)
-        if body.get("name") not in (None, current.name):
-            return Response({"name": ["cannot be changed"]}, status=status.HTTP_400_BAD_REQUEST)
+        body = read_write_body(request, CertificateWriteSerializer, url_name=current.name)
         cert = apply_certificate_ex(current.name, body["spec"], actor=self.actor()).obj
-        return Response(CertificateSerializer(cert).data)
+        return warn_ignored(request, Response(CertificateSerializer(cert).data))
 
-    @extend_schema(request=CertificateWriteSerializer, responses=CertificateSerializer)
+    @extend_schema(
+        request=CertificateWriteSerializer,
+        responses=CertificateSerializer,
+        description="JSON merge patch (RFC 7386) of the spec: `null` removes a field. "
+        + NAMES_OTHERS,
+    )
     def partial_update(self, request: Request, name: str) -> Response:
-        """JSON merge patch (RFC 7386) of the spec: `null` removes a field."""
         current = self.get_object()
-        body = read_write_body(request, CertificateWriteSerializer, partial=True)
+        body = read_write_body(
+            request, CertificateWriteSerializer, partial=True, url_name=current.name
+        )
         spec = merge_patch(current.spec, body["spec"])
         cert = apply_certificate_ex(current.name, spec, actor=self.actor()).obj
-        return Response(CertificateSerializer(cert).data)
+        return warn_ignored(request, Response(CertificateSerializer(cert).data))
 
     def destroy(self, request: Request, name: str) -> Response:
         cert = self.get_object()

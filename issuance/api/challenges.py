@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import mixins, serializers
 
 from issuance.api.common import ResourceViewSet
-from issuance.api.fields import ObjectField
+from issuance.api.fields import SpecField
 from issuance.api.query import QueryFilter
 from issuance.models import Challenge, ChallengeState, ChallengeType
 
@@ -28,7 +28,7 @@ class ChallengeSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     createdAt = serializers.DateTimeField(source="created_at")
     order = serializers.CharField(source="order.name")
-    spec = ObjectField()
+    spec = SpecField("ChallengeSpec")
     status = ChallengeStatusSerializer(source="*")
 
 
@@ -37,6 +37,7 @@ class ChallengeViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resourc
 
     queryset = Challenge.objects.all()
     serializer_class = ChallengeSerializer
+    resource = "challenge"
 
     filters = (
         QueryFilter("order", "order__name", "Order name"),

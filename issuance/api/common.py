@@ -12,11 +12,13 @@ from rest_framework import serializers, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from issuance.api.errors import PayloadTooLarge
-from issuance.api.fields import MetadataField, NameField, ObjectField, StrictCharField
+from issuance.api.fields import MetadataField, NameField, SpecField, StrictCharField
 from issuance.api.query import QueryFilterBackend, QueryParamsMixin
 from issuance.models.base import NAME_RE
+from issuance.specs.kubernetes_metadata import ignored_fields
 
 API_VERSION = "cert-manager.io/v1"
 
@@ -90,13 +92,22 @@ class StrictSerializer(serializers.Serializer[Any]):
         return value
 
 
+NAME_HELP = (
+    "The resource's name (or metadata.name; if both are given they must be equal). On PUT "
+    "and PATCH it may be left out; if given it must be the name in the URL, as the "
+    "Kubernetes API answers a manifest whose name differs from its URL's (400: a resource "
+    "is never renamed)."
+)
+
+
 class ResourceWriteSerializer(StrictSerializer):
     """Request body: {"name", "spec"}, or a cert-manager manifest (apiVersion, kind,
     metadata.name, spec). `status` and read-only fields sent back from a GET are ignored;
-    any other field is an error. Each resource's subclass names the kinds it accepts."""
+    any other field is an error. Each resource's subclass names the kinds it accepts and
+    the shape of its spec (issuance.api.spec_schemas)."""
 
-    name = NameField(required=False)
-    spec = ObjectField(help_text="The resource's spec, as in cert-manager.")
+    name = NameField(required=False, help_text=NAME_HELP)
+    spec: Any = SpecField("", help_text="The resource's spec, as in cert-manager.")
     apiVersion = serializers.ChoiceField(
         choices=[API_VERSION],
         required=False,
@@ -119,16 +130,22 @@ class ResourceWriteSerializer(StrictSerializer):
         return attrs
 
 
+SPEC_HELP = "The resource's spec, as in cert-manager."
+
+
 class IssuerWriteSerializer(ResourceWriteSerializer):
     kind = kind_field("Issuer", "ClusterIssuer")
+    spec = SpecField("IssuerSpec", help_text=SPEC_HELP)
 
 
 class CertificateWriteSerializer(ResourceWriteSerializer):
     kind = kind_field("Certificate")
+    spec = SpecField("CertificateSpec", help_text=SPEC_HELP)
 
 
 class CertificateRequestWriteSerializer(ResourceWriteSerializer):
     kind = kind_field("CertificateRequest")
+    spec = SpecField("CertificateRequestSpec", help_text=SPEC_HELP)
 
 
 class ActionBodySerializer(serializers.Serializer[Any]):
@@ -143,6 +160,10 @@ class ApiViewSet(QueryParamsMixin, viewsets.GenericViewSet[Any]):
 
     parser_classes = [LimitedJSONParser]
     filter_backends = [QueryFilterBackend]
+    # The row group of the permission table (issuance.access.permissions) and the DRF
+    # actions whose name there differs from the usual mapping (issuance.api.permissions).
+    resource: ClassVar[str]
+    permission_actions: ClassVar[dict[str, str]] = {}
 
 
 class ResourceViewSet(ApiViewSet):
@@ -150,7 +171,6 @@ class ResourceViewSet(ApiViewSet):
 
     lookup_field = "name"
     lookup_value_regex = r"[^/]+"
-    required_roles: ClassVar[dict[str, str]] = {}
 
     def actor(self) -> str:
         return str(self.request.user.get_username())
@@ -165,8 +185,27 @@ class ResourceViewSet(ApiViewSet):
 
 
 def read_write_body(
-    request: Request, serializer_class: type[ResourceWriteSerializer], partial: bool = False
+    request: Request,
+    serializer_class: type[ResourceWriteSerializer],
+    partial: bool = False,
+    url_name: str | None = None,
 ) -> dict[str, Any]:
+    """The checked body; on PUT and PATCH (`url_name`), a name in it must be the URL's."""
     serializer = serializer_class(data=request.data, partial=partial)
     serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
+    body = dict(serializer.validated_data)
+    if url_name is not None and body.get("name") not in (None, url_name):
+        raise serializers.ValidationError(
+            {"name": [f"must be the name in the URL ({url_name!r}): a resource is not renamed"]}
+        )
+    return body
+
+
+def warn_ignored(request: Request, response: Response) -> Response:
+    """Name the Kubernetes-added fields the body carried (kubernetes_metadata) in a
+    `Warning: 299 - "…"` header, as the Kubernetes API server warns, so a manifest copied
+    out of a cluster applies and the client is told what was not kept."""
+    notes = ignored_fields(request.data)
+    if notes:
+        response["Warning"] = ", ".join(f'299 - "{note}"' for note in notes)
+    return response

@@ -13,13 +13,12 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from issuance.access.apitokens import NAME_MAX, TokenError
 from issuance.api.common import ApiViewSet, StrictSerializer
 from issuance.api.fields import StrictCharField
-from issuance.api.permissions import OPERATOR
 from issuance.api.query import QueryFilter
-from issuance.apitokens import NAME_MAX, TokenError
-from issuance.delivery.tokens import PASSWORD_MAX, PATTERN_MAX, create_download_token
-from issuance.delivery.tokens import revoke_download_token as revoke_token
+from issuance.delivery.downloadtokens import PASSWORD_MAX, PATTERN_MAX, create_download_token
+from issuance.delivery.downloadtokens import revoke_download_token as revoke_token
 from issuance.models import Certificate, DownloadToken
 
 
@@ -75,12 +74,7 @@ class DownloadTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Api
 
     queryset = DownloadToken.objects.all()
     serializer_class = DownloadTokenSerializer
-    required_roles = {
-        "list": OPERATOR,
-        "retrieve": OPERATOR,
-        "create": OPERATOR,
-        "revoke": OPERATOR,
-    }
+    resource = "download-token"
     filters = (QueryFilter("certificate", "certificate__name", "certificate name"),)
 
     def get_queryset(self) -> Any:
@@ -93,6 +87,9 @@ class DownloadTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Api
     @extend_schema(
         request=DownloadTokenCreateSerializer,
         responses={201: DownloadTokenCreatedSerializer},
+        description="Create a download token (operator); the token is in this answer only. "
+        "`certificate` without *, ? or [ names a certificate, which must exist: otherwise a "
+        "400 naming `certificate` (the schema cannot say which exist).",
     )
     def create(self, request: Request) -> Response:
         body = DownloadTokenCreateSerializer(data=request.data)

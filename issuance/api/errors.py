@@ -15,8 +15,8 @@ from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from issuance.actions import ActionError
 from issuance.models import ImmutableSpecError
+from issuance.operations.actions import ActionError
 from issuance.specs.errors import SpecError
 
 

@@ -29,6 +29,7 @@ class EventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet)
 
     queryset = Event.objects.all()
     serializer_class = EventSerializer
+    resource = "event"
     filters = tuple(
         QueryFilter(param, lookup)
         for param, lookup in (

@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from issuance.api.schema import NAME_MAX_LENGTH, NAME_SCHEMA
 from issuance.models.base import validate_resource_name
+from issuance.specs.kubernetes_metadata import METADATA_FIELDS
 
 
 class StrictCharField(serializers.CharField):
@@ -35,9 +36,8 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-@extend_schema_field({"type": "object", "additionalProperties": {}})
-class ObjectField(serializers.JSONField):
-    """A JSON object (a spec, metadata, a policy verdict); anything else is a field error."""
+class JsonObjectField(serializers.JSONField):
+    """A JSON object; anything else is a field error. (Its subclasses say their schema.)"""
 
     default_error_messages: ClassVar[dict[str, Any]] = {"not_an_object": "must be an object"}
 
@@ -46,6 +46,22 @@ class ObjectField(serializers.JSONField):
         if not isinstance(value, dict):
             self.fail("not_an_object")
         return value
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class ObjectField(JsonObjectField):
+    """A JSON object (metadata, a policy verdict) of any shape."""
+
+
+class SpecField(JsonObjectField):
+    """A resource's spec: its OpenAPI shape is the component `component` of
+    issuance.api.spec_schemas (in a PATCH body, a merge patch's shape), which
+    issuance.api.schema puts in the schema. The spec validators check it (every problem a
+    400 naming its field)."""
+
+    def __init__(self, component: str, **kwargs: Any) -> None:
+        self.component = component
+        super().__init__(**kwargs)
 
 
 @extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": {}}})
@@ -75,13 +91,25 @@ class NameField(StrictCharField):
 
 
 @extend_schema_field(
-    {"type": "object", "properties": {"name": NAME_SCHEMA}, "additionalProperties": {}}
+    {
+        "type": "object",
+        "properties": {
+            "name": NAME_SCHEMA,
+            **{key: {"description": "Ignored."} for key in METADATA_FIELDS if key != "name"},
+        },
+        "additionalProperties": False,
+    }
 )
 class MetadataField(ObjectField):
-    """A manifest's metadata: only `name` is read (labels and the like are ignored)."""
+    """A manifest's metadata: only `name` is read; the fields `manage.py apply` takes and
+    ignores (namespace, labels, annotations, what Kubernetes adds) are ignored here too, and
+    any other field is refused naming it, as apply refuses it."""
 
     def to_internal_value(self, data: Any) -> Any:
         value = super().to_internal_value(data)
+        unknown = {key: ["unsupported field"] for key in value if key not in METADATA_FIELDS}
+        if unknown:
+            raise serializers.ValidationError(unknown)
         if "name" not in value:
             return value
         if not isinstance(value["name"], str):

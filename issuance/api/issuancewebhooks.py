@@ -15,14 +15,14 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from issuance import webhooks
 from issuance.api.common import ApiViewSet, ResourceViewSet, StrictSerializer
 from issuance.api.errors import Conflict
 from issuance.api.fields import NameField, StrictCharField
-from issuance.api.permissions import ADMIN
+from issuance.api.patterns import HTTP_URL_MESSAGE, HTTP_URL_PATTERN, PatternField
 from issuance.api.query import QueryFilter
 from issuance.models import DeliveryEvent, IssuanceWebhook, WebhookDelivery, WebhookDeliveryState
 from issuance.models.issuancewebhook import URL_MAX
+from issuance.notifications import webhooks
 
 CREATE_EXAMPLE = OpenApiExample(
     "Tell a deploy hook about every certificate of the internal CA",
@@ -56,7 +56,15 @@ def _glob_field() -> StrictCharField:
 
 class IssuanceWebhookWriteSerializer(StrictSerializer):
     name = NameField()
-    url = StrictCharField(max_length=URL_MAX, help_text="An http:// or https:// URL.")
+    url = PatternField(
+        HTTP_URL_PATTERN,
+        HTTP_URL_MESSAGE,
+        max_length=URL_MAX,
+        trim_whitespace=False,
+        help_text="An http:// or https:// URL: a host name with a top-level domain (punycode "
+        "for international names), localhost, or an IP address ([…] for IPv6); an optional "
+        "port up to 65535 and user:password@; no whitespace.",
+    )
     secret = StrictCharField(
         write_only=True,
         trim_whitespace=False,
@@ -104,15 +112,6 @@ class WebhookDeliverySerializer(serializers.Serializer[Any]):
         return obj.due_at.isoformat()
 
 
-ADMIN_ONLY = {
-    "list": ADMIN,
-    "retrieve": ADMIN,
-    "create": ADMIN,
-    "destroy": ADMIN,
-    "test": ADMIN,
-}
-
-
 class IssuanceWebhookViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -121,7 +120,8 @@ class IssuanceWebhookViewSet(
     """Issuance webhooks (admin only): a signed JSON POST per new certificate revision."""
 
     serializer_class = IssuanceWebhookSerializer
-    required_roles = ADMIN_ONLY
+    resource = "issuance-webhook"
+    permission_actions = {"test": "send-test"}
 
     def get_queryset(self) -> Any:
         return IssuanceWebhook.objects.order_by("name")
@@ -170,7 +170,7 @@ class WebhookDeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, A
     Filters: `webhook`, `certificate`, `state`."""
 
     serializer_class = WebhookDeliverySerializer
-    required_roles = {"list": ADMIN, "retrieve": ADMIN}
+    resource = "webhook-delivery"
     filters = (
         QueryFilter("webhook", "webhook__name"),
         QueryFilter("certificate", "certificate_name"),

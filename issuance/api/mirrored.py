@@ -1,5 +1,5 @@
 """Mirrored cert-manager objects of a cluster, read only, plus renew/approve/deny (queued and
-written back as cmctl does: issuance.clusters.actions and writeback).
+written back as cmctl does: issuance.kubernetes.certmanager.cluster_actions and writeback).
 
     /api/v1/clusters/{cluster}/{plural}/                         every namespace (?namespace=)
     /api/v1/clusters/{cluster}/namespaces/{namespace}/{plural}/  one namespace
@@ -19,6 +19,7 @@ import re
 from typing import Any, ClassVar
 
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -31,15 +32,15 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from issuance.access import scope
 from issuance.api.clusters import SLUG_RE
 from issuance.api.common import ActionBodySerializer, ApiViewSet
 from issuance.api.fields import ObjectField
-from issuance.api.mirrored_permissions import ScopedRolePermission
-from issuance.api.permissions import APPROVER, OPERATOR
+from issuance.api.mirrored_permissions import ScopedRolePermission, check_in_scope
 from issuance.api.query import QueryFilter
 from issuance.api.schema import DNS_LABEL
-from issuance.clusters import actions, scope
-from issuance.clusters.kinds import MIRRORED, Kind
+from issuance.kubernetes.certmanager import cluster_actions
+from issuance.kubernetes.certmanager.kinds import MIRRORED, Kind
 from issuance.models import (
     Cluster,
     ClusterAction,
@@ -73,6 +74,11 @@ CLUSTER_PARAM = OpenApiParameter(
     description="Cluster name ('-': every cluster, in lists).",
     examples=[OpenApiExample("prod", value="prod")],
 )
+# The contract world's mirrored objects are all named "web": the examples reach them.
+NAME_PARAM = OpenApiParameter(
+    "name", str, OpenApiParameter.PATH, examples=[OpenApiExample("web", value="web")]
+)
+ACTION_ID_PARAM = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 NAMESPACE_PARAM = OpenApiParameter(
     "namespace", str, OpenApiParameter.PATH, examples=[OpenApiExample("team-a", value="team-a")]
 )
@@ -190,8 +196,10 @@ class ClusterActionSerializer(serializers.Serializer[Any]):
 
 class ClusterModeViewSet(ApiViewSet):
     permission_classes = [ScopedRolePermission]
-    required_roles: ClassVar[dict[str, str]] = {}
-    object_roles: ClassVar[dict[str, str]] = {}  # action -> role in the object's scope
+    resource: ClassVar[str] = "mirrored-object"
+    permission_actions: ClassVar[dict[str, str]] = {"events": "read"}
+    # Actions whose role is checked in the object's cluster/namespace (check_in_scope).
+    object_actions: ClassVar[frozenset[str]] = frozenset()
 
     def actor(self) -> str:
         return str(self.request.user.get_username())
@@ -249,6 +257,10 @@ class MirroredViewSet(mixins.RetrieveModelMixin, MirroredListViewSet):
     lookup_field = "name"
     lookup_value_regex = r"[^/]+"
 
+    @extend_schema(parameters=[NAME_PARAM])
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().retrieve(request, *args, **kwargs)
+
     def get_object(self) -> Any:
         name = str(self.kwargs["name"])
         found = None
@@ -258,7 +270,7 @@ class MirroredViewSet(mixins.RetrieveModelMixin, MirroredListViewSet):
             raise NotFound(f"No {self.kind.kind} named {name!r} here.")
         return found
 
-    @extend_schema(responses=ClusterEventSerializer(many=True))
+    @extend_schema(responses=ClusterEventSerializer(many=True), parameters=[NAME_PARAM])
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def events(self, request: Request, **kwargs: Any) -> Response:
         """The Kubernetes Events about the object, newest first (its timeline)."""
@@ -267,23 +279,19 @@ class MirroredViewSet(mixins.RetrieveModelMixin, MirroredListViewSet):
         return Response(ClusterEventSerializer(rows, many=True).data)
 
     def _queued(self, obj: ClusterResource, queued: Any) -> Response:
-        role = self.object_roles[str(self.action)]
-        if not scope.has_scoped_role(self.request.user, role, obj.cluster.name, obj.namespace):
-            raise PermissionDenied(
-                f"This action needs the {role} role for {obj.cluster.name}/{obj.namespace}."
-            )
+        check_in_scope(self.request, self, obj.cluster.name, obj.namespace)
         try:
             made = queued()
-        except actions.NotAllowed as exc:
+        except cluster_actions.NotAllowed as exc:
             raise PermissionDenied(str(exc)) from None
         return Response(ClusterActionSerializer(made).data, status=status.HTTP_202_ACCEPTED)
 
 
 class MirroredCertificateViewSet(MirroredViewSet):
     serializer_class = MirroredCertificateSerializer
-    object_roles: ClassVar[dict[str, str]] = {"renew": OPERATOR}
+    object_actions: ClassVar[frozenset[str]] = frozenset({"renew"})
 
-    @extend_schema(request=None, responses={202: ClusterActionSerializer})
+    @extend_schema(request=None, responses={202: ClusterActionSerializer}, parameters=[NAME_PARAM])
     @action(detail=True, methods=["post"])
     def renew(self, request: Request, **kwargs: Any) -> Response:
         """Force renewal as `cmctl renew`: the Issuing condition (reason ManuallyTriggered,
@@ -291,11 +299,11 @@ class MirroredCertificateViewSet(MirroredViewSet):
         returned action at /api/v1/clusters/{cluster}/actions/{id}/. 409 when it is
         already being issued or a renewal is queued."""
         obj = self.get_object()
-        return self._queued(obj, lambda: actions.request_renew(obj, request.user))
+        return self._queued(obj, lambda: cluster_actions.request_renew(obj, request.user))
 
 
 class MirroredRequestViewSet(MirroredViewSet):
-    object_roles: ClassVar[dict[str, str]] = {"approve": APPROVER, "deny": APPROVER}
+    object_actions: ClassVar[frozenset[str]] = frozenset({"approve", "deny"})
 
     def _decide(self, request: Request, decision: str) -> Response:
         body = ActionBodySerializer(data=request.data)
@@ -303,7 +311,7 @@ class MirroredRequestViewSet(MirroredViewSet):
         obj = self.get_object()
         return self._queued(
             obj,
-            lambda: actions.request_decision(
+            lambda: cluster_actions.request_decision(
                 obj,
                 request.user,
                 decision,
@@ -312,18 +320,26 @@ class MirroredRequestViewSet(MirroredViewSet):
             ),
         )
 
-    @extend_schema(request=ActionBodySerializer, responses={202: ClusterActionSerializer})
+    @extend_schema(
+        request=ActionBodySerializer,
+        responses={202: ClusterActionSerializer},
+        parameters=[NAME_PARAM],
+    )
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, **kwargs: Any) -> Response:
         """Approve as `cmctl approve` (reason defaults to ManuallyApproved); final. 409
         when it is already decided."""
-        return self._decide(request, actions.APPROVED)
+        return self._decide(request, cluster_actions.APPROVED)
 
-    @extend_schema(request=ActionBodySerializer, responses={202: ClusterActionSerializer})
+    @extend_schema(
+        request=ActionBodySerializer,
+        responses={202: ClusterActionSerializer},
+        parameters=[NAME_PARAM],
+    )
     @action(detail=True, methods=["post"])
     def deny(self, request: Request, **kwargs: Any) -> Response:
         """Deny as `cmctl deny` (reason defaults to ManuallyDenied); final."""
-        return self._decide(request, actions.DENIED)
+        return self._decide(request, cluster_actions.DENIED)
 
 
 class ClusterActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ClusterModeViewSet):
@@ -331,6 +347,7 @@ class ClusterActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Clu
     `action`, `namespace`, `name`."""
 
     serializer_class = ClusterActionSerializer
+    resource = "cluster-action"
     lookup_field = "id"
     lookup_value_regex = r"[0-9a-fA-F-]{36}"
     filters = (
@@ -339,6 +356,10 @@ class ClusterActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Clu
         QueryFilter("namespace", "namespace", "namespace"),
         QueryFilter("name", "name", "object name"),
     )
+
+    @extend_schema(parameters=[ACTION_ID_PARAM])
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().retrieve(request, *args, **kwargs)
 
     def get_queryset(self) -> Any:
         rows = ClusterAction.objects.select_related("cluster")

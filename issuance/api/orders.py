@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import mixins, serializers
 
 from issuance.api.common import ResourceViewSet
-from issuance.api.fields import ObjectField, ObjectListField
+from issuance.api.fields import ObjectListField, SpecField
 from issuance.api.query import QueryFilter
 from issuance.models import Order, OrderState
 
@@ -43,7 +43,7 @@ class OrderSerializer(serializers.Serializer[Any]):
     createdAt = serializers.DateTimeField(source="created_at")
     request = serializers.CharField(source="request.name")
     certificate = serializers.SerializerMethodField()
-    spec = ObjectField()
+    spec = SpecField("OrderSpec")
     status = OrderStatusSerializer(source="*")
 
     def get_certificate(self, obj: Order) -> str | None:
@@ -57,6 +57,7 @@ class OrderViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ResourceVie
 
     queryset = Order.objects.all()
     serializer_class = OrderSerializer
+    resource = "order"
 
     filters = (
         QueryFilter("request", "request__name", "CertificateRequest name"),

@@ -18,17 +18,19 @@ from issuance.models import Challenge
 SchedulerStateSerializer = inline_serializer(
     "SchedulerState",
     {
-        "processing": serializers.IntegerField(help_text="challenges being worked on"),
-        "queued": serializers.IntegerField(help_text="challenges waiting for a slot"),
-        "cap": serializers.IntegerField(help_text="MAX_CONCURRENT_CHALLENGES"),
-        "free": serializers.IntegerField(),
+        "processing": serializers.IntegerField(min_value=0, help_text="challenges being worked on"),
+        "queued": serializers.IntegerField(min_value=0, help_text="challenges waiting for a slot"),
+        "cap": serializers.IntegerField(min_value=0, help_text="MAX_CONCURRENT_CHALLENGES"),
+        "free": serializers.IntegerField(min_value=0),
         "oldestQueuedAt": serializers.DateTimeField(allow_null=True),
-        "processingTimeoutSeconds": serializers.IntegerField(),
+        "processingTimeoutSeconds": serializers.IntegerField(min_value=0),
     },
 )
 
 
 class SchedulerView(QueryParamsMixin, APIView):
+    resource = "dashboard"  # the permission table's row (issuance.access.permissions)
+
     @extend_schema(responses=SchedulerStateSerializer)
     def get(self, request: Request) -> Response:
         processing = Challenge.objects.filter(processing=True).count()

@@ -12,6 +12,7 @@ than repeated on every view (console.unavailable adds 503 to every operation):
   resource in use, a concurrent change); 413 and 415 where a JSON body is read;
 - request bodies whose serializer sets `reject_unknown_fields` say `additionalProperties:
   false`;
+- 429 where a token authenticates (too many bad tokens from one address, issuance.access.signin);
 - anything else a view declares in `extra_error_statuses` (method → statuses), e.g. the
   bootstrap API's 429.
 
@@ -22,13 +23,16 @@ that pattern: a name that cannot exist is answered 404 without a query. Cluster 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from django.core.validators import ProhibitNullCharactersValidator
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework.authentication import SessionAuthentication
 
-from issuance.api.permissions import RolePermission
+from issuance.api.permissions import RolePermission, rule_of
 from issuance.models.base import NAME_RE
 
 NAME_MAX_LENGTH = 253
@@ -68,13 +72,47 @@ DESCRIPTIONS = {
     409: "Conflicts with the resource's state, or with a concurrent change.",
     413: "The body is larger than MAX_BODY_BYTES.",
     415: "The body is not JSON.",
-    429: "Too many requests of this client are waiting.",
+    429: "Too many requests of this client, or too many invalid tokens or failed sign-ins "
+    "from its address (`Retry-After` says when to try again).",
 }
+# As `not`: a pattern would make drf-spectacular add a oneOf for "". The type keeps a null
+# (a nullable field) valid: `pattern` alone holds for anything that is not a string.
+NO_NUL = {"type": "string", "pattern": "\\x00"}
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class AutoSchema(SpectacularAutoSchema):
     """drf-spectacular's AutoSchema plus the error answers and name patterns above."""
+
+    def get_operation(
+        self, path: str, path_regex: str, path_prefix: str, method: str, registry: Any
+    ) -> dict[str, Any] | None:
+        operation: dict[str, Any] | None = super().get_operation(
+            path, path_regex, path_prefix, method, registry
+        )
+        rule = rule_of(self.view, method)
+        if operation is not None and rule is not None:
+            # The role from the one permission table (issuance.access.permissions): in the
+            # text for people, and as an extension for tools.
+            text = f"**Permission:** {rule.describe()}"
+            described = operation.get("description", "")
+            operation["description"] = f"{described}\n\n{text}" if described else text
+            operation["x-permission"] = {
+                "resource": rule.resource,
+                "action": rule.action,
+                "roles": list(rule.roles),
+                "reach": rule.reach,
+            }
+        return operation
+
+    def get_tags(self) -> list[str]:
+        # Operations grouped by resource (certificates, issuers, ...) in the API reference
+        # (/api/docs/), not all under the version segment every path starts with. The
+        # operation ids keep their `v1_` (generated clients name their methods by them).
+        tokens = self._tokenize_path()
+        if tokens and re.fullmatch(r"v\d+", tokens[0]):
+            tokens = tokens[1:]
+        return tokens[:1]
 
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
         responses: dict[str, Any] = super()._get_response_bodies(direction)
@@ -97,6 +135,8 @@ class AutoSchema(SpectacularAutoSchema):
             statuses.add(409)
         if self._get_request_body():  # type: ignore[no-untyped-call]
             statuses |= {413, 415}
+        if any(getattr(a, "limits_bad_tokens", False) for a in self.view.get_authenticators()):
+            statuses.add(429)  # issuance.access.signin: too many bad tokens from one address
         extra: dict[str, tuple[int, ...]] = getattr(self.view, "extra_error_statuses", {})
         statuses.update(extra.get(self.method, ()))
         return sorted(statuses)
@@ -125,9 +165,48 @@ class AutoSchema(SpectacularAutoSchema):
             schema["additionalProperties"] = False
         return schema
 
+    def _map_serializer_field(
+        self, field: Any, direction: Any, bypass_extensions: bool = False
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_serializer_field(  # type: ignore[no-untyped-call]
+            field, direction, bypass_extensions
+        )
+        # DRF refuses a NUL character in every CharField ("Null characters are not allowed").
+        if (
+            direction == "request"
+            and schema.get("type") == "string"
+            and not {"not", "pattern", "enum"} & set(schema)
+            and any(isinstance(v, ProhibitNullCharactersValidator) for v in field.validators)
+        ):
+            schema["not"] = dict(NO_NUL)
+        return schema
+
     def _get_parameters(self) -> list[dict[str, Any]]:
         parameters: list[dict[str, Any]] = super()._get_parameters()
         for parameter in parameters:
             if parameter["in"] == "path" and parameter["name"] in PATH_SCHEMAS:
                 parameter["schema"] = dict(PATH_SCHEMAS[parameter["name"]])
         return parameters
+
+
+class SpecFieldExtension(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]
+    """A resource's `spec` (issuance.api.fields.SpecField) is a component of its own, from
+    issuance.api.spec_schemas: `CertificateSpec`, and `CertificateSpecPatch` for a merge
+    patch."""
+
+    target_class = "issuance.api.fields.SpecField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        from issuance.api.spec_schemas import spec_schema
+
+        patch = direction == "request" and auto_schema.method == "PATCH"
+        name = self.target.component + ("Patch" if patch else "")
+        component = ResolvedComponent(  # type: ignore[no-untyped-call]
+            name=name,
+            type=ResolvedComponent.SCHEMA,
+            object=name,
+            schema=spec_schema(self.target.component, patch=patch),
+        )
+        auto_schema.registry.register_on_missing(component)
+        return component.ref

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from issuance.api.query import QueryParamsMixin
-from issuance.stats import ISSUANCE_DAYS, RENEWAL_DAYS, Stats, stats
+from issuance.observability.stats import ISSUANCE_DAYS, RENEWAL_DAYS, Stats, stats
 
 
 class IssuerCountSerializer(serializers.Serializer[Any]):
@@ -99,8 +99,18 @@ def stats_document(data: Stats) -> dict[str, Any]:
 
 class StatsView(QueryParamsMixin, APIView):
     """Renewals per day for 90 days by issuer, certificates by days to expiry, issuance
-    outcomes per day for 14 days (the dashboard's charts)."""
+    outcomes per day for 14 days, as JSON.
 
-    @extend_schema(responses=StatsSerializer)
+    The same numbers drawn as charts are on the console's [dashboard](/#dash-charts)."""
+
+    resource = "dashboard"  # the permission table's row (issuance.access.permissions)
+
+    # The schema's own description: the docstring's link is for the browsable API page (the
+    # generated API reference would take it as a broken link).
+    @extend_schema(
+        responses=StatsSerializer,
+        description="Renewals per day for 90 days by issuer, certificates by days to expiry, "
+        "issuance outcomes per day for 14 days, as JSON: the numbers of the dashboard's charts.",
+    )
     def get(self, request: Request) -> Response:
         return Response(StatsSerializer(stats_document(stats())).data)

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from issuance.approval.dns import ResolveError, resolve_addresses
 from issuance.approval.facts import RequestFacts
+from issuance.approval.resolve import ResolveError, resolve_addresses
 from issuance.shapes import PolicyCheck
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from issuance.durations import DurationError, parse_duration
 from issuance.models import CertificateRequest
 from issuance.pki.csr import parse_csr
 from issuance.shapes import CertificateRequestSpec
+from issuance.timing.durations import DurationError, parse_duration
 
 
 @dataclass(frozen=True)

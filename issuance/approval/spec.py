@@ -74,7 +74,7 @@ def _deny_rule(value: Any, path: str, errors: Errors) -> DenyRule | None:
         return None
     name = opt_str(obj, "name", path, errors, max_len=100)
     if name is None:
-        if "name" not in obj:
+        if obj.get("name") is None:  # absent or null (a null name dropped the rule unseen)
             errors.add(f"{path}.name", "is required (it is the reason a denied request shows)")
         return None
     out: DenyRule = {"name": name}

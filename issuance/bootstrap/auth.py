@@ -14,6 +14,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from issuance.access import signin
 from issuance.bootstrap.tokens import authenticate
 from issuance.models import BootstrapToken
 
@@ -43,6 +44,8 @@ class BootstrapClient:
 
 class BootstrapTokenAuthentication(BaseAuthentication):
     keyword = b"bearer"
+    # Too many bad tokens from one address: 429 (issuance.access.signin; the schema documents it).
+    limits_bad_tokens = True
 
     def authenticate(self, request: Request) -> tuple[BootstrapClient, BootstrapToken] | None:
         parts = get_authorization_header(request).split()
@@ -50,8 +53,11 @@ class BootstrapTokenAuthentication(BaseAuthentication):
             return None
         if len(parts) != 2:
             raise AuthenticationFailed("Authorization: Bearer <token id>.<token secret>")
+        # Checked before the lookup, so a limited address learns nothing from a right guess.
+        signin.check_token_address(request)
         token = authenticate(parts[1].decode("latin-1"))
         if token is None:
+            signin.token_failed(request, "bootstrap")
             raise AuthenticationFailed("Invalid, expired or revoked bootstrap token.")
         return BootstrapClient(token), token
 

@@ -11,8 +11,8 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from issuance import events
 from issuance.models import BootstrapToken
+from issuance.observability import events
 
 TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path
 
-from issuance.bootstrap.api import BootstrapRequestDetail, BootstrapRequestList
+from issuance.bootstrap.views import BootstrapRequestDetail, BootstrapRequestList
 
 urlpatterns: list[URLPattern] = [
     path("certificaterequests/", BootstrapRequestList.as_view(), name="bootstrap-requests"),

@@ -7,11 +7,11 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from issuance.durations import format_relative
 from issuance.models import Certificate, CertificateRequest, Challenge, Event, Order, Secret
 from issuance.pki.csr import CSRError, parse_csr
 from issuance.pki.x509 import cert_info, split_pem_chain
 from issuance.shapes import Condition
+from issuance.timing.durations import format_relative
 
 
 def _when(value: datetime | None) -> str:

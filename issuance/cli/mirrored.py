@@ -18,8 +18,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from issuance.durations import format_relative
 from issuance.models import ClusterAction, ClusterActionState, ClusterResource
+from issuance.timing.durations import format_relative
 
 
 @dataclass

@@ -13,14 +13,14 @@ from typing import cast
 
 from django.db.models import Q, QuerySet, Subquery
 
-from issuance.durations import DurationError, parse_duration
 from issuance.fastpaths.compiled_query import compiled
 from issuance.models import Certificate, CertificateRequest, Issuer, Secret
-from issuance.pki.csr import CSRError, CSRInfo, parse_csr
+from issuance.pki.csr import CSRError, CSRInfo, name_constraints, parse_csr
 from issuance.pki.keys import KeyError_, PassKeys, StoredKey, key_matches_spec
 from issuance.pki.x509 import CertInfo, cert_info
-from issuance.renewal import first_in_windows, renewal_disabled, renewal_time, windows_of
-from issuance.shapes import CertificateRequestSpec, CertificateSpec, IssuerRef
+from issuance.shapes import CertificateRequestSpec, CertificateSpec, IssuerRef, NameConstraintsSpec
+from issuance.timing.durations import DurationError, parse_duration
+from issuance.timing.renewal import first_in_windows, renewal_disabled, renewal_time, windows_of
 
 DEFAULT_DURATION = "2160h"
 CONTROLLER_USERNAME = "system:certificate-controller"
@@ -160,7 +160,17 @@ def csr_mismatch(cert: Certificate, csr: CSRInfo) -> str:
         return "emailAddresses differ from the spec"
     if sorted(csr.organizations) != sorted(_organizations(cert)):
         return "subject.organizations differ from the spec"
-    return ""
+    wanted = sorted((o["oid"], o["utf8Value"]) for o in spec.get("otherNames") or [])
+    if sorted(csr.other_names) != wanted:
+        return "otherNames differ from the spec"
+    return _name_constraints_mismatch(spec.get("nameConstraints"), csr)
+
+
+def _name_constraints_mismatch(wanted: NameConstraintsSpec | None, csr: CSRInfo) -> str:
+    want = None
+    if wanted:
+        want = (name_constraints(wanted).public_bytes(), bool(wanted.get("critical")))
+    return "" if csr.name_constraints == want else "nameConstraints differ from the spec"
 
 
 def _duration(value: object) -> object:

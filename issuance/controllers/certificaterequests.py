@@ -1,6 +1,6 @@
 """CertificateRequest controller: approver (by the issuer's policy), then sign via the issuer.
 
-Approved and Denied are final and exclusive (issuance.actions). Denied is terminal and
+Approved and Denied are final and exclusive (issuance.operations.actions). Denied is terminal and
 counts as a failed issuance for the owning Certificate. Signing is dispatched per issuer
 kind (issuance.issuers.registry). After a final state the owning Certificate is woken.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
-from issuance import actions, approval, events, faults
+from issuance import approval
+from issuance.controllers import faults
 from issuance.controllers.base import Result
 from issuance.fastpaths.model_save import save_where
 from issuance.issuers import registry
@@ -23,6 +24,8 @@ from issuance.models import (
     RequestState,
     certificate_name_of,
 )
+from issuance.observability import events
+from issuance.operations import actions
 from issuance.worker.wakeup import Wake
 
 POLICY_ACTOR = "policy"
@@ -71,12 +74,7 @@ def _approve_by_policy(request: CertificateRequest) -> Result | None:
         request.refresh_from_db()  # the decision (the policy's, or a person's first)
         return None
     if not policy_approves(request):
-        _set_pending(
-            request,
-            "Pending",
-            f"Waiting for approval (issuer {request.issuer.name} approves "
-            f"{auto_approve_policy(request.issuer)} requests automatically)",
-        )
+        _set_pending(request, "Pending", _waiting_message(request))
         return Result.done()  # a person decides; actions.approve/deny wakes us
     actions.approve_pending(
         request,
@@ -86,6 +84,23 @@ def _approve_by_policy(request: CertificateRequest) -> Result | None:
     )
     faults.checkpoint("after-approved")
     return None
+
+
+# Why a Certificate's request waits for a person, by the issuer's autoApprove value ("owned"
+# waits only for requests that no Certificate owns, which do not come here).
+_WAITING = {
+    "none": "approves no request automatically (autoApprove: none)",
+    "owned": "approves only its certificates' requests automatically (autoApprove: owned)",
+}
+
+
+def _waiting_message(request: CertificateRequest) -> str:
+    policy = auto_approve_policy(request.issuer)
+    why = _WAITING.get(policy, f"autoApprove is {policy}")
+    return (
+        f"Waiting for a person to approve it: the approval policy of issuer "
+        f"{request.issuer.name} {why}"
+    )
 
 
 def _denied_reason(request: CertificateRequest) -> tuple[str, str]:
@@ -110,7 +125,22 @@ def store_outcome(request: CertificateRequest, outcome: SignOutcome) -> bool:
     if outcome.state == SignState.ISSUED:
         request.certificate_pem = outcome.certificate_pem
         request.ca_pem = outcome.ca_pem
-        done = _finish(request, RequestState.ISSUED, ("Issued", "Certificate fetched from issuer"))
+        message = "Certificate fetched from issuer"
+        if outcome.shortened:
+            message = f"{message}. {outcome.shortened}"
+            request.set_condition(
+                "DurationCapped", "True", "Shortened", outcome.shortened, now=timezone.now()
+            )
+        done = _finish(request, RequestState.ISSUED, ("Issued", message))
+        if done and outcome.shortened:
+            events.record(
+                "CertificateRequest",
+                request.name,
+                "DurationCapped",
+                outcome.shortened,
+                type_=Event.WARNING,
+                certificate_name=certificate_name_of(request),
+            )
     else:
         reason = outcome.reason or "Failed"
         message = f"{reason}: {outcome.message}" if outcome.message else reason

@@ -14,10 +14,8 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from issuance import events, faults
-from issuance.backoff import next_retry_time
-from issuance.controllers import issuing
-from issuance.controllers.acme import ari
+from issuance.acme import ari
+from issuance.controllers import faults, issuing
 from issuance.controllers.base import Result
 from issuance.controllers.certificate_policy import (
     CertView,
@@ -29,7 +27,9 @@ from issuance.controllers.certificate_policy import (
 )
 from issuance.controllers.readiness import apply_readiness, state_of
 from issuance.models import Certificate, IssuerKind
-from issuance.renewal import renewal_disabled
+from issuance.observability import events
+from issuance.timing.backoff import next_retry_time
+from issuance.timing.renewal import renewal_disabled
 
 
 def reconcile(cert: Certificate) -> Result:

@@ -25,14 +25,16 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
-from issuance import events, scheduler
-from issuance.acme.errors import AcmeProblemError, problem_reason
+from issuance.acme.protocol.errors import AcmeProblemError, problem_reason
+from issuance.acme.solvers.base import Solver, SolverConfigError
+from issuance.acme.solvers.registry import solver_for
+from issuance.controllers import scheduler
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.fastpaths.model_save import save_where
 from issuance.models import Challenge, ChallengeState, Event, OrderState
+from issuance.observability import events
 from issuance.shapes import Condition
-from issuance.solvers.base import Solver, SolverConfigError
-from issuance.solvers.registry import solver_for
+from issuance.timing.durations import DurationError, parse_duration
 from issuance.worker.wakeup import Wake
 
 log = logging.getLogger("issuance.controllers.challenges")
@@ -59,7 +61,7 @@ FINAL_AUTHZ = {
 
 
 def _client(challenge: Challenge) -> Any:
-    from issuance.controllers.acme.fallback import client_of_order
+    from issuance.acme.fallback import client_of_order
 
     # The server the order was made at (CA fallback: not always the issuer's first).
     order = challenge.order
@@ -191,7 +193,35 @@ def _present(challenge: Challenge, solver: Solver) -> Result:
     return Result.now()
 
 
+def _waited_instead(challenge: Challenge) -> Result | None:
+    """The solver's `waitInsteadOfSelfCheck` (cert-manager 1.21): no self-check; the
+    challenge is answered once that long has passed since it was presented (for
+    split-horizon DNS or NAT, where the console cannot see what the CA will). None when the
+    solver has no such wait."""
+    solver_spec = challenge.typed_spec.get("solver") or {}
+    wait = solver_spec.get("waitInsteadOfSelfCheck") if isinstance(solver_spec, dict) else None
+    if not wait:
+        return None
+    try:
+        delay = parse_duration(str(wait))
+    except DurationError as exc:
+        raise PermanentError(f"solver waitInsteadOfSelfCheck: {exc}") from None
+    due = (challenge.presented_at or timezone.now()) + delay
+    if timezone.now() >= due:
+        return _accept(challenge)
+    reason = f"presented; waiting {wait} instead of the self check (waitInsteadOfSelfCheck)"
+    if challenge.reason != reason or challenge.next_check_at != due:
+        challenge.reason = reason
+        challenge.next_check_at = due
+        if not _save(challenge, "reason", "next_check_at"):
+            return _stale(challenge)
+    return Result.after(due - timezone.now())
+
+
 def _self_check(challenge: Challenge, solver: Solver) -> Result:
+    waited = _waited_instead(challenge)
+    if waited is not None:
+        return waited
     failure = solver.self_check(challenge)
     if failure is not None:
         interval: timedelta = settings.SELF_CHECK_INTERVAL

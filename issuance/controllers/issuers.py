@@ -6,12 +6,12 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from issuance import events
 from issuance.controllers.base import Result
-from issuance.durations import DurationError, parse_duration
 from issuance.issuers import ca
 from issuance.issuers.local import max_duration_of
 from issuance.models import Event, Issuer, IssuerKind
+from issuance.observability import events
+from issuance.timing.durations import DurationError, parse_duration
 
 # A CA Secret may be fixed at any time; look again this often while it is broken.
 CA_NOT_READY_RECHECK = timedelta(minutes=1)
@@ -21,9 +21,9 @@ CA_RECHECK = timedelta(hours=1)
 
 def reconcile(issuer: Issuer) -> Result:
     if issuer.kind == IssuerKind.ACME:
-        from issuance.issuers import acme
+        from issuance.acme import issuer as acme_issuer
 
-        return acme.reconcile_issuer(issuer)
+        return acme_issuer.reconcile_issuer(issuer)
     bad_duration = _check_max_duration(issuer)
     if bad_duration:
         _set_ready(issuer, "False", "InvalidMaxDuration", bad_duration)

@@ -19,8 +19,8 @@ from datetime import datetime
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
 from django.utils import timezone
 
-from issuance import events, faults, webhooks
-from issuance.controllers.acme import ari
+from issuance.acme import ari
+from issuance.controllers import faults
 from issuance.controllers.base import TemporaryError
 from issuance.controllers.certificate_policy import (
     CONTROLLER_USERNAME,
@@ -30,21 +30,26 @@ from issuance.controllers.certificate_policy import (
     request_mismatch,
     secret_violation,
 )
+from issuance.controllers.dbutil import guarded
 from issuance.controllers.readiness import apply_readiness
-from issuance.dbutil import guarded
 from issuance.fastpaths.model_save import save_where
+from issuance.issuers import ca
 from issuance.models import (
     Certificate,
     CertificateRequest,
+    Endpoint,
     Event,
     RequestState,
     Revocation,
     Secret,
     validate_resource_name,
 )
+from issuance.notifications import webhooks
+from issuance.observability import events
 from issuance.pki.csr import CSRError, build_csr, parse_csr
 from issuance.pki.keys import KeyError_, StoredKey, generate_private_key, private_key_to_pem
 from issuance.pki.x509 import cert_info
+from issuance.probing import schedule as probe_schedule
 from issuance.shapes import CertificateRequestSpec
 
 STATUS_FIELDS = [
@@ -332,6 +337,18 @@ def _store_issued(view: CertView, request: CertificateRequest, key: StoredKey) -
         cert.last_failure_time = None
         cert.last_failure_generation = None
         cert.remove_condition("Issuing")
+        # The request's word on a shortened lifetime holds for the revision it made.
+        capped = request.get_condition("DurationCapped")
+        if capped:
+            cert.set_condition(
+                "DurationCapped",
+                "True",
+                capped.get("reason", ""),
+                capped.get("message", ""),
+                now=view.now,
+            )
+        else:
+            cert.remove_condition("DurationCapped")
         ari.clear(cert)  # the window was the previous certificate's: read the new one's
         after = replace(
             view,
@@ -346,6 +363,14 @@ def _store_issued(view: CertView, request: CertificateRequest, key: StoredKey) -
         save_status(cert)
         # In this transaction: the notice exists exactly when the revision does.
         webhooks.queue_issued(cert, request.revision, issued, _notify)
+        # Its endpoints are probed at once (one indexed UPDATE; the probes run on the probe
+        # step's threads, never in this pass).
+        probe_schedule.make_due(
+            Endpoint.objects.filter(certificate=cert),
+            view.now,
+            other_processes=False,
+            new_revision=True,
+        )
     events.record(
         "Certificate",
         cert.name,
@@ -354,6 +379,8 @@ def _store_issued(view: CertView, request: CertificateRequest, key: StoredKey) -
         f"serial {issued.serial_number})",
         certificate_name=cert.name,
     )
+    if cert.typed_spec.get("isCA"):
+        ca.wake_readers(cert.secret_name)
     faults.checkpoint("after-secret-written")
     return after
 

@@ -9,11 +9,12 @@ from typing import NamedTuple
 
 from django.db import IntegrityError
 
-from issuance import events, scheduler
-from issuance.acme.client import AcmeClient
-from issuance.acme.solvers import HTTP01, describe_no_solver, select_solver
-from issuance.dbutil import guarded
+from issuance.acme.protocol.client import AcmeClient
+from issuance.acme.solvers.selection import HTTP01, describe_no_solver, select_solver
+from issuance.controllers import scheduler
+from issuance.controllers.dbutil import guarded
 from issuance.models import Challenge, ChallengeState, Order, certificate_name_of
+from issuance.observability import events
 from issuance.shapes import ChallengeSpec, OrderAuthorization, SolverSpec
 
 
@@ -107,10 +108,14 @@ def _create_challenge(order: Order, new: _NewChallenge) -> None:
                 spec=new.spec,
                 state=new.state,
             )
+        created = True
     except IntegrityError:
-        return  # made by an earlier, interrupted run
-    scheduler.mark_queue_changed()  # the scheduler may start it at once
-    events.record(
+        # Made by an earlier, interrupted run; one whose insert committed as the database
+        # went away never recorded it: recorded now.
+        created = False
+    if created:
+        scheduler.mark_queue_changed()  # the scheduler may start it at once
+    (events.record if created else events.record_if_missing)(
         "Challenge",
         new.name,
         "Created",

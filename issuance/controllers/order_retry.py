@@ -24,8 +24,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from issuance import events
 from issuance.models import AcmeServer, Event, Order, OrderState, certificate_name_of
+from issuance.observability import events
 from issuance.shapes import Restart
 
 # Fresh ACME orders per Order for failures that came with an outage of the CA.

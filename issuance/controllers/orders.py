@@ -26,12 +26,12 @@ expires on its own and costs nothing.
 
 A CA that does not answer (refused, timed out) never fails an order: the client raises
 AcmeUnreachableError (temporary) and the order waits for the CA's probe, which wakes it
-(issuance/controllers/acme/health.py). A newOrder that timed out is "attempted": the CA
+(issuance/acme/health.py). A newOrder that timed out is "attempted": the CA
 may have made the order, so the recovery above runs before any new one is created. An
 order the CA itself fails after such an outage starts a new ACME order instead
 (order_retry.py).
 
-CA fallback (controllers/acme/fallback.py): the server is chosen per ACME order among the
+CA fallback (acme/fallback.py): the server is chosen per ACME order among the
 issuer's servers and stored on the row with `create_attempted_at`; the recovery above runs
 at that server only, and the order moves to another CA only when the newOrder certainly
 created nothing (a refusal, a pause, a connection never made).
@@ -46,12 +46,12 @@ from typing import Any, NamedTuple
 from django.db import connection
 from django.utils import timezone
 
-from issuance import events, faults
-from issuance.acme.client import AcmeClient
-from issuance.acme.errors import AcmeProblemError, problem_reason
-from issuance.acme.solvers import describe_no_solver, select_solver
-from issuance.controllers import order_retry
-from issuance.controllers.acme import fallback, health, ratelimit
+from issuance.acme import fallback, health, ratelimit
+from issuance.acme.issuer_waits import IssuerWaitError
+from issuance.acme.protocol.client import AcmeClient
+from issuance.acme.protocol.errors import AcmeProblemError, problem_reason
+from issuance.acme.solvers.selection import describe_no_solver, select_solver
+from issuance.controllers import faults, order_retry
 from issuance.controllers.base import Result, TemporaryError
 from issuance.controllers.order_challenges import ensure_challenges
 from issuance.models import (
@@ -62,6 +62,7 @@ from issuance.models import (
     Order,
     OrderState,
 )
+from issuance.observability import events
 from issuance.pki.csr import parse_csr
 from issuance.pki.x509 import cert_info, split_pem_chain
 from issuance.shapes import OrderAuthorization
@@ -98,15 +99,19 @@ def reconcile(order: Order) -> Result:
         return _poll(order, client)
     except AcmeProblemError as exc:
         if exc.short_type == "accountDoesNotExist":
-            from issuance.issuers.acme import account_lost
+            from issuance.acme.issuer import account_lost
 
             if order.server_index > 0:
                 fallback.forget_account(issuer, order.server)
-            else:
-                account_lost(issuer, exc.detail)
-            raise TemporaryError(
-                f"the ACME account of {issuer.name} is gone; registering again",
-                delay=timedelta(seconds=5),
+                raise TemporaryError(
+                    f"the ACME account of {issuer.name} at {order.server} is gone;"
+                    " registering again",
+                    delay=timedelta(seconds=5),
+                ) from None
+            # The issuer registers again and then wakes its waiters (issuer_waits.py).
+            account_lost(issuer, exc.detail)
+            raise IssuerWaitError(
+                f"the ACME account of {issuer.name} is gone; registering again"
             ) from None
         state = OrderState.INVALID if exc.status == 403 else OrderState.ERRORED
         return _fail(order, state, problem_reason(exc.type, exc.detail))
@@ -471,8 +476,8 @@ def _complete_request(order: Order) -> None:
     """Hand the chain to the request now, rather than waking it for a pass of its own that
     would only copy it (the request's controller does the same if woken: it finishes a
     request only once)."""
+    from issuance.acme.issuer import outcome_of
     from issuance.controllers import certificaterequests
-    from issuance.issuers.acme import outcome_of
     from issuance.issuers.base import SignState
 
     request = order.request

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from issuance import backoff
 from issuance.controllers.certificate_policy import CertView, Violation, compute_renewal_time
 from issuance.models import Certificate, CertificateState
+from issuance.timing import backoff
 
 READY_MESSAGE = "Certificate is up to date and has not expired"
 

@@ -89,14 +89,20 @@ def controllers() -> list[Controller]:
 
 
 def steps() -> list[Step]:
-    from issuance import scheduler
-    from issuance.clusters import sync as cluster_sync  # one cheap query while no clusters
-    from issuance.kube import connector  # a no-op unless KUBE_CONNECTOR=1
+    from issuance.controllers import scheduler
+    from issuance.kubernetes.certmanager import (
+        sync as cluster_sync,  # one cheap query while no clusters
+    )
+    from issuance.kubernetes.csr_connector import connector  # a no-op unless KUBE_CONNECTOR=1
     from issuance.notifications import step as notifications
+    from issuance.probing import runner as probes
+    from issuance.probing import schedule as probe_schedule
 
     return [
         Step("challenge-scheduler", scheduler.schedule_pass, urgent=scheduler.queue_changed),
         Step("kube-connector", connector.step),
         Step("cluster-sync", cluster_sync.step, urgent=cluster_sync.changed),
         Step("notifications", notifications.step, urgent=notifications.wake),
+        # Endpoint probes, on threads of their own: the step only claims and hands them out.
+        Step("endpoint-probes", probes.step, urgent=probe_schedule.wake),
     ]

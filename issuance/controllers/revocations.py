@@ -1,4 +1,4 @@
-"""Revocation controller: an ACME revocation asked for (issuance.actions.revoke) is sent to
+"""Revocation controller: an ACME revocation asked for (issuance.operations.actions.revoke) is sent to
 the CA here, by the worker, then the certificate is renewed with a new key.
 
 Why here and not in the web request: the CA may be slow, paused by a rate limit, or down;
@@ -21,11 +21,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from django.db import transaction
 from django.utils import timezone
 
-from issuance import actions, events, faults
-from issuance.acme.errors import AcmeProblemError
-from issuance.controllers.acme import fallback
+from issuance.acme import fallback
+from issuance.acme.protocol.errors import AcmeProblemError
+from issuance.controllers import faults
 from issuance.controllers.base import Result
 from issuance.models import Certificate, Event, IssuerKind, Revocation, RevocationState
+from issuance.observability import events
+from issuance.operations import actions
 from issuance.pki.encryption import decrypt_text
 from issuance.pki.keys import load_stored_private_key
 

@@ -4,7 +4,7 @@ A delivery is its own reconciled row, so a slow or dead receiver holds one worke
 for at most the timeouts (connect 5 s, read 10 s) and never a certificate: issuance has
 stored its revision (and queued the row) before any of this runs. Failures are retried on
 the schedule in RETRY_AFTER, then the row is Failed; every attempt's outcome is kept on the
-row (`attempts`). The POST is signed with `issuance/signing.py`; the secret is decrypted
+row (`attempts`). The POST is signed with `issuance/notifications/webhook_signing.py`; the secret is decrypted
 here and goes nowhere else (not into the row, events or logs).
 
 The read timeout bounds each wait for the receiver (requests applies it per read), and
@@ -24,12 +24,13 @@ from datetime import timedelta
 import requests
 from django.utils import timezone
 
-from issuance import events, signing
 from issuance.controllers.base import Result
 from issuance.models import Event, WebhookDelivery, WebhookDeliveryState
+from issuance.notifications import webhook_signing
+from issuance.observability import events
 from issuance.pki.encryption import DecryptionError
 
-log = logging.getLogger("issuance.webhooks")
+log = logging.getLogger("issuance.notifications.webhooks")
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 10.0
@@ -49,12 +50,12 @@ ERROR_MAX = 300
 def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
     """(HTTP status or None, error text); a 2xx status is success. Never raises."""
     hook = delivery.webhook
-    body = signing.body_of(delivery.payload)
+    body = webhook_signing.body_of(delivery.payload)
     try:
         secret = hook.secret
     except DecryptionError:
         return None, "the signing secret cannot be decrypted with KEY_ENCRYPTION_KEY"
-    headers = signing.signed_headers(secret, body)
+    headers = webhook_signing.signed_headers(secret, body)
     headers[DELIVERY_HEADER] = str(delivery.pk)
     headers["User-Agent"] = "issuance-console-webhook"
     try:

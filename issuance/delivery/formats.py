@@ -72,7 +72,7 @@ def secret_extras(pair: KeyPair, spec: CertificateSpec) -> dict[str, bytes]:
     """The keys cert-manager adds to the Secret it writes for these fields (for the
     Kubernetes Secret export): keystore passwords from their passwordSecretRef. Raises
     FormatError, or SecretRefError (a LookupError) when a password Secret is missing."""
-    from issuance.specs.secrets import read_secret_value
+    from issuance.specs.secret_refs import read_secret_value
 
     out: dict[str, bytes] = {}
     for filename in offered_files(spec):

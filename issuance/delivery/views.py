@@ -18,8 +18,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from issuance import events
-from issuance.apitokens import mark_used
+from issuance.access.apitokens import mark_used
+from issuance.delivery.downloadtokens import active_token, in_scope, keystore_password
 from issuance.delivery.formats import (
     KEYSTORE_FILES,
     FormatError,
@@ -28,10 +28,10 @@ from issuance.delivery.formats import (
     offered_files,
     render,
 )
-from issuance.delivery.tokens import active_token, in_scope, keystore_password
 from issuance.models import Certificate, Secret
+from issuance.observability import events
 from issuance.pki.x509 import load_leaf
-from issuance.specs.secrets import SecretRefError, read_secret_value
+from issuance.specs.secret_refs import SecretRefError, read_secret_value
 
 log = logging.getLogger(__name__)
 NOT_FOUND = "not found\n"

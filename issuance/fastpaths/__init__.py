@@ -16,8 +16,8 @@ models (tests/test_layers.py): callers pass in what they need, such as a wake-up
 - `prebuilt_fields`: serializer output through fields built once per class.
 
 Bypasses of other frameworks are whole modules in the package they serve:
-`issuance/acme/jws.py` (JWS without josepy's generic machinery),
-`issuance/acme/transport.py` (urllib3 pools in place of requests.Session),
+`issuance/acme/protocol/jws.py` (JWS without josepy's generic machinery),
+`issuance/acme/protocol/transport.py` (urllib3 pools in place of requests.Session),
 `console/asgi_http.py` (plain HTTP under ASGI on long-lived threads) and
-`issuance/solvers/http01_asgi.py` (HTTP-01 answers in front of Django).
+`issuance/acme/solvers/http01/asgi.py` (HTTP-01 answers in front of Django).
 """

@@ -23,9 +23,9 @@ from typing import Any
 from django.db import DatabaseError, connection
 from django.db.models import Model
 
-from issuance import events
 from issuance.fastpaths.event_insert import insert_sql, stored
 from issuance.models import Event
+from issuance.observability import events
 
 # Table and column names come from the models (quoted); every value is a parameter.
 _LOCKED = (

@@ -1,6 +1,6 @@
 """The timeline's batch of entries as one hand-built multi-row INSERT (PostgreSQL).
 
-The worker writes a reconcile pass's timeline entries together (issuance/events.py,
+The worker writes a reconcile pass's timeline entries together (issuance/observability/events.py,
 `batched()`), alone or inside its release statement (issuance/worker/claim.py). The ORM
 compiled every INSERT anew, and `bulk_create` wraps even one in BEGIN … COMMIT and cannot
 be part of another statement.

@@ -311,16 +311,22 @@ def insert_save(instance: Model, using: str) -> bool:
     if statement is None:
         return False
     sql, fields = statement
+    # An expression as a value is the ORM's to compile. Decided before pre_save is sent:
+    # falling back to Model.save after it would send it a second time.
+    if _has_expression(instance, fields):
+        return False
     instance._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]
     pre_save.send(sender=model, instance=instance, raw=False, using=using, update_fields=None)
-    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
-    if any(hasattr(v, "resolve_expression") for v in values):
-        return False  # an expression as a value: the ORM compiles it
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        row = cursor.fetchone()
-    assert row is not None
-    instance.pk = row[0]
+    if _has_expression(instance, fields):
+        # A pre_save receiver put one there: the ORM's own INSERT, the signal already sent.
+        instance._save_table(raw=False, cls=model, force_insert=True, using=using)  # type: ignore[attr-defined]
+    else:
+        values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)
+            row = cursor.fetchone()
+        assert row is not None
+        instance.pk = row[0]
     instance._state.adding = False
     instance._state.db = using
     post_save.send(

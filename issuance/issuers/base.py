@@ -22,3 +22,6 @@ class SignOutcome:
     message: str = ""
     # For PENDING: when to look again (None: wait to be woken by the order controller).
     requeue_after: timedelta | None = None
+    # For ISSUED: why the certificate lives shorter than the request asked ('' when it does
+    # not), from the signer that knows (issuers.local.shortened).
+    shortened: str = ""

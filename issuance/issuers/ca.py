@@ -15,12 +15,13 @@ from django.utils import timezone
 
 from issuance.controllers.base import TemporaryError
 from issuance.issuers.base import SignOutcome, SignState
-from issuance.issuers.local import SigningError, signing_duration
-from issuance.models import CertificateRequest, Issuer, Secret
+from issuance.issuers.local import SigningError, shortened, signing_duration
+from issuance.models import CertificateRequest, Issuer, IssuerKind, RequestState, Secret
 from issuance.pki.csr import CSRError, build_csr
 from issuance.pki.keys import generate_private_key, load_stored_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr
 from issuance.pki.x509 import load_leaf, split_pem_chain
+from issuance.worker.wakeup import wake
 
 GENERATED_CA_DURATION = timedelta(days=3650)
 CA_RETRY = timedelta(seconds=30)
@@ -105,12 +106,24 @@ def generate_keypair(issuer: Issuer) -> Secret | None:
     return secret
 
 
+def wake_readers(secret: str) -> None:
+    """A CA certificate was written into `secret`: the CA Issuers that read it, and their
+    requests waiting for it, look now rather than at their next recheck (CA_RETRY,
+    CA_NOT_READY_RECHECK), so a CA bootstrapped by a Certificate signs as soon as it exists."""
+    for issuer in Issuer.objects.filter(kind=IssuerKind.CA, spec__ca__secretName=secret):
+        wake(issuer)
+        waiting = CertificateRequest.objects.filter(issuer=issuer, state=RequestState.PENDING)
+        for request in waiting.only("pk"):
+            wake(request)
+
+
 def sign(request: CertificateRequest) -> SignOutcome:
     issuer = request.issuer
     try:
         pair = load_keypair(issuer)
     except CAKeyPairError as exc:
         raise TemporaryError(f"ErrGetKeyPair: {exc}", delay=CA_RETRY) from None
+    now = timezone.now()
     try:
         duration = signing_duration(request, issuer)
         leaf = sign_csr(
@@ -118,15 +131,19 @@ def sign(request: CertificateRequest) -> SignOutcome:
             pair.key,
             pair.chain[0],
             duration=duration,
-            now=timezone.now(),
+            now=now,
             usages=list(request.typed_spec.get("usages") or []) or _default_usages(),
             is_ca=bool(request.typed_spec.get("isCA")),
             crl_urls=crl_urls(issuer),
         )
     except (SigningError, CSRError, ValueError) as exc:
         return SignOutcome(SignState.FAILED, reason="SigningError", message=str(exc))
+    ca_not_after = x509.load_pem_x509_certificate(pair.chain[0].encode()).not_valid_after_utc
     return SignOutcome(
-        SignState.ISSUED, certificate_pem=leaf + "".join(pair.chain), ca_pem=pair.ca_pem
+        SignState.ISSUED,
+        certificate_pem=leaf + "".join(pair.chain),
+        ca_pem=pair.ca_pem,
+        shortened=shortened(request, issuer, now, ca_not_after),
     )
 
 

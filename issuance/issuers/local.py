@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from issuance.durations import DurationError, parse_duration
 from issuance.models import CertificateRequest, Issuer, IssuerKind
+from issuance.timing.durations import DurationError, describe_duration, parse_duration
 
 DEFAULT_DURATION = timedelta(hours=2160)
 # Shorter certificates are refused by many clients and make renewal storms; cert-manager
@@ -56,3 +56,38 @@ def max_duration(issuer: Issuer) -> timedelta:
 def signing_duration(request: CertificateRequest, issuer: Issuer) -> timedelta:
     """Requested duration, capped by the issuer's maximum, at least MIN_DURATION."""
     return max(min(requested_duration(request), max_duration(issuer)), MIN_DURATION)
+
+
+def shortened(
+    request: CertificateRequest, issuer: Issuer, now: datetime, ca_not_after: datetime | None = None
+) -> str:
+    """Why a certificate signed now lives shorter than the request asked ('' when it does not).
+
+    cert-manager signs for less than `duration` without a word when `maxDuration` or the CA's
+    own expiry is shorter; a user then finds out at the next renewal. The reason goes into the
+    CertificateRequest's and the Certificate's `DurationCapped` condition and the timeline."""
+    asked = requested_duration(request)
+    given = max(min(asked, max_duration(issuer)), MIN_DURATION)
+    why = ""
+    if given < asked:
+        written = max_duration_of(issuer)
+        why = (
+            f"the issuer's maxDuration is {describe_duration(given)}"
+            if written
+            else f"DEFAULT_MAX_SIGNING_DURATION is {describe_duration(given)} and the issuer "
+            "sets no maxDuration"
+        )
+    if ca_not_after is not None and ca_not_after < now + given:
+        given = ca_not_after - now
+        why = (
+            f"the CA certificate expires at {ca_not_after:%Y-%m-%d %H:%M} UTC and a certificate "
+            "cannot outlive its CA"
+        )
+    if given >= asked:
+        return ""
+    # Whole minutes: the CA's expiry makes an odd remainder nobody needs to read.
+    shown = timedelta(minutes=int(given.total_seconds() // 60))
+    return (
+        f"Signed for {describe_duration(shown)} instead of the requested "
+        f"{describe_duration(asked)}: {why}"
+    )

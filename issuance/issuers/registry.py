@@ -22,9 +22,9 @@ def signer_for(kind: str) -> Signer:
 
         return selfsigned.sign
     if kind == IssuerKind.ACME:
-        from issuance.issuers import acme
+        from issuance.acme import issuer
 
-        return acme.sign
+        return issuer.sign
     raise PermanentError(f"unknown issuer kind {kind!r}")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from issuance.issuers.base import SignOutcome, SignState
-from issuance.issuers.local import SigningError, signing_duration
+from issuance.issuers.local import SigningError, shortened, signing_duration
 from issuance.models import CertificateRequest
 from issuance.pki.csr import CSRError, parse_csr
 from issuance.pki.encryption import DecryptionError
@@ -44,16 +44,22 @@ def sign(request: CertificateRequest) -> SignOutcome:
                 reason="NoPrivateKey",
                 message="the CSR was not made with the certificate's pending private key",
             )
+        now = timezone.now()
         pem = sign_csr(
             request.csr_pem,
             key,
             None,
             duration=signing_duration(request, request.issuer),
-            now=timezone.now(),
+            now=now,
             usages=list(request.typed_spec.get("usages") or DEFAULT_USAGES),
             is_ca=bool(request.typed_spec.get("isCA")),
         )
     except (SigningError, CSRError, ValueError) as exc:
         return SignOutcome(SignState.FAILED, reason="SigningError", message=str(exc))
     # A self-signed certificate is its own CA.
-    return SignOutcome(SignState.ISSUED, certificate_pem=pem, ca_pem=pem)
+    return SignOutcome(
+        SignState.ISSUED,
+        certificate_pem=pem,
+        ca_pem=pem,
+        shortened=shortened(request, request.issuer, now),
+    )

@@ -18,6 +18,7 @@ from issuance.models.clusteraction import ClusterAction, ClusterActionKind, Clus
 from issuance.models.clusterevent import ClusterEvent
 from issuance.models.clusterresource import ClusterResource, MirroredKind
 from issuance.models.downloadtoken import DownloadToken
+from issuance.models.endpoint import Endpoint, EndpointProtocol
 from issuance.models.event import Event
 from issuance.models.issuancewebhook import (
     DeliveryEvent,
@@ -28,22 +29,30 @@ from issuance.models.issuancewebhook import (
 from issuance.models.issuer import Issuer, IssuerKind
 from issuance.models.kubecsr import KubeCSR
 from issuance.models.notification import (
+    LEGACY_CONDITIONS,
     DeliveryState,
     Notification,
     NotificationChannel,
     NotificationCondition,
     NotificationRule,
+    canonical_condition,
 )
+from issuance.models.oidc import OidcGroupRule, OidcIdentity
 from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
 from issuance.models.owner import certificate_name_of
+from issuance.models.passwordchange import PasswordChangeRequired
+from issuance.models.reachability import KubeConnectorState
 from issuance.models.revocation import REASONS, Revocation, RevocationState
 from issuance.models.rolescope import RoleScope
+from issuance.models.secondfactor import RecoveryCode, RecoveryCodeSet, TOTPFactor
 from issuance.models.secret import Secret
 from issuance.models.secretexport import SecretExport
+from issuance.models.workerbeat import WorkerBeat
 
 __all__ = [
     "FINAL_CHALLENGE_STATES",
     "FINAL_ORDER_STATES",
+    "LEGACY_CONDITIONS",
     "REASONS",
     "AcmeServer",
     "ApiToken",
@@ -68,6 +77,8 @@ __all__ = [
     "DeliveryEvent",
     "DeliveryState",
     "DownloadToken",
+    "Endpoint",
+    "EndpointProtocol",
     "Event",
     "ImmutableSpecError",
     "IssuanceWebhook",
@@ -75,21 +86,30 @@ __all__ = [
     "IssuerKind",
     "ItemState",
     "KubeCSR",
+    "KubeConnectorState",
     "MirroredKind",
     "Notification",
     "NotificationChannel",
     "NotificationCondition",
     "NotificationRule",
+    "OidcGroupRule",
+    "OidcIdentity",
     "Order",
     "OrderState",
+    "PasswordChangeRequired",
+    "RecoveryCode",
+    "RecoveryCodeSet",
     "RequestState",
     "Revocation",
     "RevocationState",
     "RoleScope",
     "Secret",
     "SecretExport",
+    "TOTPFactor",
     "WebhookDelivery",
     "WebhookDeliveryState",
+    "WorkerBeat",
+    "canonical_condition",
     "certificate_name_of",
     "validate_resource_name",
 ]

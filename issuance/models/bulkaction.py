@@ -3,7 +3,7 @@
 Why a stored record and not one long request: 1000 certificates must not hold a web request
 (and a database transaction) open, and a crash half-way must not forget which certificates
 were already done. The action is stored with one BulkItem per certificate; it is carried
-out in chunks (issuance/bulk.py), each chunk in its own short transaction that stores every
+out in chunks (issuance/operations/bulk.py), each chunk in its own short transaction that stores every
 item's result together with the progress counters, so whatever committed is known to be done
 and a resumed action goes on with the items still pending.
 """

@@ -51,7 +51,7 @@ class Certificate(Resource, Reconciled):
     next_private_key_created_at = models.DateTimeField(null=True, blank=True)
     renew_requested_at = models.DateTimeField(null=True, blank=True)
     renew_requested_by = models.CharField(max_length=150, blank=True, default="")
-    # ARI (RFC 9773), polled by the certificates controller (controllers/acme/ari.py): the
+    # ARI (RFC 9773), polled by the certificates controller (acme/ari.py): the
     # CA's suggested window for the current certificate, the instant chosen in it, when it
     # was last read and when it is read next. Cleared when a new revision is stored.
     ari_renewal_time = models.DateTimeField(null=True, blank=True)

@@ -2,7 +2,7 @@
 
 One row per (cluster, uid); `body` is the object as the API server sent it (metadata without
 managedFields, spec, status). The columns beside it are read off the body when it is stored
-(issuance/clusters/mirror.py), so lists, filters, the dashboard and metrics are plain indexed
+(issuance/kubernetes/certmanager/mirror.py), so lists, filters, the dashboard and metrics are plain indexed
 queries. A deleted object's row is deleted: the mirror shows what the cluster has.
 """
 
@@ -36,7 +36,7 @@ class ClusterResource(models.Model):
     uid = models.CharField(max_length=64)
     resource_version = models.CharField(max_length=64, blank=True, default="")
     body = models.JSONField(default=dict)
-    # Read off the body (issuance/clusters/mirror.py `derived`):
+    # Read off the body (issuance/kubernetes/certmanager/mirror.py `derived`):
     ready = models.CharField(max_length=16, blank=True, default="")  # True/False/Unknown/""
     reason = models.CharField(max_length=128, blank=True, default="")
     message = models.TextField(blank=True, default="")
@@ -53,7 +53,9 @@ class ClusterResource(models.Model):
     renewal_time = models.DateTimeField(null=True, blank=True)
     failed_attempts = models.PositiveIntegerField(default=0)
     last_failure_time = models.DateTimeField(null=True, blank=True)
-    next_retry_at = models.DateTimeField(null=True, blank=True)  # computed (clusters/retry.py)
+    next_retry_at = models.DateTimeField(
+        null=True, blank=True
+    )  # computed (kubernetes/certmanager/retry.py)
     observed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

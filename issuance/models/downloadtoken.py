@@ -9,7 +9,7 @@ from django.utils import timezone
 
 class DownloadToken(models.Model):
     """`Authorization: Bearer <token>` on /download/<certificate>/<file>; the row keeps
-    SHA-256(token), never the token (issuance/apitokens.py says why a fast digest).
+    SHA-256(token), never the token (issuance/access/apitokens.py says why a fast digest).
 
     Scope: `certificate` (one certificate; deleted with it) or `name_pattern` (an fnmatch
     glob on certificate names: Certificates have no labels), never both.

@@ -19,9 +19,21 @@ class NotificationCondition(models.TextChoices):
     APPROVAL_WAITING = "approval_waiting", "CSR waiting for approval"
     CA_PAUSED = "ca_paused", "CA paused or rate limited"
     ARI_MOVED = "ari_moved", "ARI window moved earlier"
-    KUBE_DISCONNECTED = "kube_disconnected", "Kubernetes connector disconnected"
+    # The CSR connector or a cert-manager Cluster (issuance/notifications/detect.py).
+    CLUSTER_UNREACHABLE = "cluster_unreachable", "Cluster unreachable"
     TEST = "test", "Test message"
     DIGEST = "digest", "Daily digest"
+
+
+# Former condition values, still accepted where a condition is read (rules stored before
+# migration 0018 renamed them, or written by a process of the version before it, clients
+# and manifests that name them); new rows get the current value.
+LEGACY_CONDITIONS = {"kube_disconnected": NotificationCondition.CLUSTER_UNREACHABLE}
+
+
+def canonical_condition(value: str) -> str:
+    """The current value of a condition value, former ones included ("kube_disconnected")."""
+    return LEGACY_CONDITIONS.get(value, value)
 
 
 class DeliveryState(models.TextChoices):
@@ -61,7 +73,7 @@ class NotificationChannel(models.Model):
 
     @url.setter
     def url(self, value: str) -> None:
-        from issuance.notifications.urls import mask
+        from issuance.notifications.channel_urls import mask
 
         self.url_ciphertext = encrypt_text(value)
         self.url_hint = mask(value)
@@ -79,11 +91,13 @@ class NotificationRule(models.Model):
     name = models.CharField(max_length=253, unique=True, validators=[validate_resource_name])
     channel = models.ForeignKey(NotificationChannel, on_delete=models.CASCADE, related_name="rules")
     condition = models.CharField(max_length=32, choices=NotificationCondition.choices)
-    # Days (expiring), minutes (approval waiting); unused by the other conditions.
+    # Days (expiring), minutes (approval waiting, cluster unreachable); unused otherwise.
     threshold = models.PositiveIntegerField(default=0)
     # Optional fnmatch pattern on the certificate (or request) name and on the issuer name.
     name_pattern = models.CharField(max_length=253, blank=True, default="")
     issuer_pattern = models.CharField(max_length=253, blank=True, default="")
+    # Also send a message when the condition ends (cluster unreachable: reachable again).
+    notify_resolved = models.BooleanField(default=False)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 

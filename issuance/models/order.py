@@ -55,7 +55,7 @@ class Order(ImmutableSpecMixin, Resource, Reconciled):
     # before newOrder, so a crash never leads to a second order at another CA.
     server = models.CharField(max_length=1024, blank=True, default="")
     server_index = models.PositiveSmallIntegerField(default=0)
-    # Servers that refused this order's newOrder (controllers/acme/fallback.py): {server,
+    # Servers that refused this order's newOrder (acme/fallback.py): {server,
     # index, reason, at}; not asked again for this Order.
     server_refusals = models.JSONField(default=list, blank=True)
 

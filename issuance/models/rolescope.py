@@ -1,4 +1,4 @@
-"""RoleScope: limits a user's roles to clusters and namespaces (issuance/clusters/scope.py).
+"""RoleScope: limits a user's roles to clusters and namespaces (issuance/access/scope.py).
 
 A user with no RoleScope rows is unscoped: their roles apply everywhere. A user with any
 row sees and acts on mirrored objects in those clusters/namespaces only, and on none of the

@@ -20,7 +20,6 @@ from django.db import transaction
 from django.db.models import Min, Q
 from django.utils import timezone
 
-from issuance import publish
 from issuance.models import (
     DeliveryState,
     Notification,
@@ -29,6 +28,7 @@ from issuance.models import (
     NotificationRule,
 )
 from issuance.notifications import detect, send
+from issuance.observability import publish
 
 log = logging.getLogger("issuance.notifications")
 

@@ -20,9 +20,14 @@ from issuance.models import (
     Approval,
     Certificate,
     CertificateRequest,
+    Cluster,
+    ClusterState,
     Event,
+    KubeConnectorState,
+    Notification,
     NotificationCondition,
     NotificationRule,
+    canonical_condition,
 )
 
 # At most this many subjects per rule and pass (a flood is reported over several passes;
@@ -32,8 +37,17 @@ LIMIT = 200
 OVERDUE_GRACE = timedelta(hours=1)
 # ARI moves looked for in the timeline this far back.
 ARI_LOOKBACK = timedelta(days=2)
-# The Kubernetes watcher counts as disconnected after this many failures in a row.
-KUBE_FAILURES = 3
+# Cluster unreachable: an outage is reported once it has lasted this long (a rule's
+# threshold, in minutes, overrides it). The sync marks a cluster Unreachable about a second
+# after its API server stops answering, the CSR connector at its first failed call; an API
+# server restart (an upgrade, a certificate rotation, a control-plane node failing over)
+# is back within tens of seconds and should page no one, while an outage should be known
+# within a minute or two: with detection every 30 s, the message leaves 60-90 s after the
+# start.
+UNREACHABLE_AFTER = timedelta(minutes=1)
+# "Resolved" is sent for an outage that ended this recently (found by the next detection,
+# within 30 s): a rule switched to notify_resolved later does not report old outages.
+RESOLVED_WITHIN = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -171,30 +185,125 @@ def _ari(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
         )
 
 
-def _kube(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
-    from issuance.kube import connector
-
-    conn = connector._connector.get("default")
-    if conn is None:
-        return
-    failures = conn.watcher.failures
-    if failures < KUBE_FAILURES:
-        _kube_outage.clear()
-        return
-    started = _kube_outage.setdefault("since", now)
-    yield Finding(
-        rule.condition,
-        "KubeConnector/default",
-        "kube-connector",
-        "",
-        _iso(started),
-        "Kubernetes connector disconnected",
-        f"The Kubernetes connector has failed {failures} times in a row since {_iso(started)}.",
-    )
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s"
 
 
-# When the current Kubernetes outage was first seen (this process).
-_kube_outage: dict[str, datetime] = {}
+@dataclass(frozen=True)
+class _Target:
+    """A Kubernetes API server the console talks to, with its stored reachability."""
+
+    subject: str  # "Cluster/prod", "KubeConnector/default"
+    name: str  # matched by the rule's name pattern
+    what: str  # "the API server of cluster prod", "the Kubernetes CSR connector's API server"
+    unreachable_since: datetime | None
+    last_outage_since: datetime | None
+    reachable_again_at: datetime | None
+    error: str
+    state: str = ""  # a Cluster's state once reachable again, when not Connected
+
+
+def _targets(down_before: datetime, ended_after: datetime | None) -> list[_Target]:
+    """The CSR connector and the cert-manager Clusters in an outage that started at or before
+    `down_before` and, with `ended_after`, those whose last outage ended after it: two
+    queries."""
+    fields = ("unreachable_since", "last_outage_since", "reachable_again_at")
+    wanted = Q(unreachable_since__lte=down_before)
+    if ended_after is not None:
+        wanted |= Q(reachable_again_at__gt=ended_after)
+    targets = [
+        _Target(
+            f"KubeConnector/{row.name}",
+            "kube-connector",
+            "the Kubernetes CSR connector's API server",
+            row.unreachable_since,
+            row.last_outage_since,
+            row.reachable_again_at,
+            f"{row.last_error} ({row.failures} failed attempts in a row)"
+            if row.failures
+            else row.last_error,
+        )
+        for row in KubeConnectorState.objects.filter(wanted)
+        .only("name", "failures", "last_error", *fields)
+        .order_by("pk")[:LIMIT]
+    ]
+    clusters = Cluster.objects.filter(wanted).only("name", "state", "last_error", *fields)
+    for cluster in clusters.order_by("pk")[:LIMIT]:
+        back = cluster.unreachable_since is None and cluster.state != ClusterState.CONNECTED
+        targets.append(
+            _Target(
+                f"Cluster/{cluster.name}",
+                cluster.name,
+                f"the API server of cluster {cluster.name}",
+                cluster.unreachable_since,
+                cluster.last_outage_since,
+                cluster.reachable_again_at,
+                cluster.last_error,
+                f"{cluster.state}: {cluster.last_error}" if back else "",
+            )
+        )
+    return targets
+
+
+def _outage_instance(since: datetime | None, prefix: str = "unreachable") -> str:
+    # To the microsecond, as stored: two outages never share an instance (a flapping
+    # cluster can start two in one second).
+    return f"{prefix}@{since.isoformat() if since else '?'}"
+
+
+def _unreachable(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
+    condition = NotificationCondition.CLUSTER_UNREACHABLE
+    after = timedelta(minutes=rule.threshold) if rule.threshold else UNREACHABLE_AFTER
+    ended_after = now - RESOLVED_WITHIN if rule.notify_resolved else None
+    targets = _targets(now - after, ended_after)
+    # "Resolved" only for an outage this channel was told about: one query for all of them.
+    ended = [
+        t
+        for t in targets
+        if ended_after is not None and t.reachable_again_at and t.reachable_again_at > ended_after
+    ]
+    told: set[tuple[str, str]] = set()
+    if ended:
+        told = set(
+            Notification.objects.filter(
+                channel_id=rule.channel_id,
+                condition=condition,
+                subject__in=[t.subject for t in ended],
+                instance__in=[_outage_instance(t.last_outage_since) for t in ended],
+            ).values_list("subject", "instance")
+        )
+    for t in targets:
+        down_for = now - t.unreachable_since if t.unreachable_since else timedelta(0)
+        if t.unreachable_since is not None and down_for >= after:
+            yield Finding(
+                condition,
+                t.subject,
+                t.name,
+                "",
+                _outage_instance(t.unreachable_since),
+                f"Cluster unreachable: {t.name}",
+                f"The console cannot reach {t.what} since "
+                f"{_iso(t.unreachable_since)} ({_duration(down_for.total_seconds())}): "
+                f"{t.error or 'no error recorded'}",
+            )
+        if (t.subject, _outage_instance(t.last_outage_since)) in told:
+            assert t.last_outage_since is not None and t.reachable_again_at is not None
+            lasted = (t.reachable_again_at - t.last_outage_since).total_seconds()
+            state = f" (now {t.state})" if t.state else ""
+            yield Finding(
+                condition,
+                t.subject,
+                t.name,
+                "",
+                _outage_instance(t.last_outage_since, "resolved"),
+                f"Cluster reachable again: {t.name}",
+                f"The console reaches {t.what} again since "
+                f"{_iso(t.reachable_again_at)}, after {_duration(lasted)} unreachable "
+                f"(from {_iso(t.last_outage_since)}){state}.",
+            )
+
 
 _FINDERS = {
     NotificationCondition.ISSUANCE_FAILED: _certificates,
@@ -204,12 +313,12 @@ _FINDERS = {
     NotificationCondition.APPROVAL_WAITING: _approvals,
     NotificationCondition.CA_PAUSED: _servers,
     NotificationCondition.ARI_MOVED: _ari,
-    NotificationCondition.KUBE_DISCONNECTED: _kube,
+    NotificationCondition.CLUSTER_UNREACHABLE: _unreachable,
 }
 
 
 def findings(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
-    finder = _FINDERS.get(NotificationCondition(rule.condition))
+    finder = _FINDERS.get(NotificationCondition(canonical_condition(rule.condition)))
     if finder is None:
         return
     for finding in finder(rule, now):

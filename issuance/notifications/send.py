@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import apprise
 
-from issuance import signing
-from issuance.notifications.urls import is_webhook, webhook_target
+from issuance.notifications import webhook_signing
+from issuance.notifications.channel_urls import is_webhook, webhook_target
 
 SEND_TIMEOUT = 20.0
 # Socket timeouts inside a send (apprise's cto/rto, smtplib's timeout, urllib's timeout).
@@ -60,14 +60,14 @@ def _webhook(url: str, secret: str, message: Message) -> None:
         "condition": message.condition,
         "subject": message.subject,
     }
-    body = signing.body_of(payload)
+    body = webhook_signing.body_of(payload)
     target = webhook_target(url)
     if not target.startswith(("https://", "http://")):  # validated at save; checked again
         raise SendError("a signed webhook URL must be http(s)")
     request = urllib.request.Request(  # noqa: S310 (the scheme is checked above)
         target,
         data=body,
-        headers=signing.signed_headers(secret.encode(), body),
+        headers=webhook_signing.signed_headers(secret.encode(), body),
         method="POST",
     )
     try:

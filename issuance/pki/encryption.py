@@ -13,14 +13,25 @@ class DecryptionError(Exception):
     pass
 
 
-@lru_cache(maxsize=4)
-def _fernet(keys: str) -> MultiFernet:
+def _parse_keys(keys: str) -> list[str]:
+    """The comma-separated KEY_ENCRYPTION_KEY, newest first (older ones are being rotated out)."""
     parts = [k.strip() for k in keys.split(",") if k.strip()]
     if not parts:
         raise ImproperlyConfigured(
             "KEY_ENCRYPTION_KEY is not set: private keys cannot be stored. Generate one with "
             "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`"
         )
+    return parts
+
+
+def configured_keys() -> list[bytes]:
+    """Every key in KEY_ENCRYPTION_KEY, newest first, for other keyed uses (HMAC digests)."""
+    return [k.encode() for k in _parse_keys(str(settings.KEY_ENCRYPTION_KEY))]
+
+
+@lru_cache(maxsize=4)
+def _fernet(keys: str) -> MultiFernet:
+    parts = _parse_keys(keys)
     try:
         return MultiFernet([Fernet(p.encode()) for p in parts])
     except ValueError as exc:

@@ -90,6 +90,13 @@ def sign_csr(
         builder = builder.add_extension(san.value, critical=False)
     except x509.ExtensionNotFound:
         pass
+    if is_ca:
+        # Name constraints bind only what a CA signs; cert-manager copies them from the CSR.
+        try:
+            constraints = csr.extensions.get_extension_for_class(x509.NameConstraints)
+            builder = builder.add_extension(constraints.value, critical=constraints.critical)
+        except x509.ExtensionNotFound:
+            pass
     usage_set = set(usages or DEFAULT_USAGES)
     if is_ca:
         usage_set |= {"cert sign", "crl sign", "digital signature"}

@@ -10,9 +10,8 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from issuance import events
-from issuance.durations import format_duration
-from issuance.models import Certificate, Issuer, validate_resource_name
+from issuance.models import Certificate, Issuer, SecretExport, validate_resource_name
+from issuance.observability import events
 from issuance.pki.keys import ECDSA_CURVES, RSA_SIZES
 from issuance.pki.signing import SUPPORTED_USAGES
 from issuance.shapes import (
@@ -23,6 +22,11 @@ from issuance.shapes import (
     X509Subject,
 )
 from issuance.specs.errors import Errors, SpecError
+from issuance.specs.extra_names import (
+    refuse_for_acme,
+    validate_name_constraints,
+    validate_other_names,
+)
 from issuance.specs.fields import (
     check_object,
     opt_bool,
@@ -41,6 +45,8 @@ from issuance.specs.names import (
 from issuance.specs.outcome import Applied, Outcome, changed_fields
 from issuance.specs.outputs import validate_keystores, validate_output_formats
 from issuance.specs.renewal import validate_renewal
+from issuance.specs.secret_template import validate_secret_template
+from issuance.timing.durations import format_duration
 from issuance.worker.wakeup import notify_workers, wake
 
 DEFAULT_DURATION = timedelta(hours=2160)
@@ -69,12 +75,12 @@ FIELDS = (
     "renewal",  # cert-manager 1.21: policy and renewal windows (specs/renewal.py)
     "additionalOutputFormats",  # offered for download (specs/outputs.py)
     "keystores",
+    "otherNames",  # specs/extra_names.py
+    "nameConstraints",
+    "secretTemplate",  # specs/secret_template.py
 )
 UNSUPPORTED = {
-    "secretTemplate": "stored secrets have no labels or annotations",
-    "otherNames": "otherName SANs are not supported",
     "literalSubject": "use commonName and subject instead",
-    "nameConstraints": "name constraints are not supported",
     "signatureAlgorithm": "the signature algorithm follows the key type",
 }
 SUBJECT_LISTS: Final = (
@@ -90,7 +96,7 @@ SUBJECT_FIELDS = (*SUBJECT_LISTS, "serialNumber")
 KEY_ALGORITHMS = ("RSA", "ECDSA", "Ed25519")
 ROTATION_POLICIES = ("Always", "Never")
 KEY_ENCODINGS = ("PKCS1", "PKCS8")
-SAN_FIELDS = ("commonName", "dnsNames", "ipAddresses", "uris", "emailAddresses")
+SAN_FIELDS = ("commonName", "dnsNames", "ipAddresses", "uris", "emailAddresses", "otherNames")
 SAN_NORMALIZERS: dict[str, Callable[[list[str], str, Errors], list[str]]] = {
     "dnsNames": normalize_dns_names,
     "ipAddresses": normalize_ip_addresses,
@@ -231,7 +237,7 @@ def _subject(value: Any, path: str, errors: Errors) -> X509Subject | None:
         items = opt_str_list(subject, key, path, errors, max_len=64)
         if key == "countries":
             for i, country in enumerate(items or []):
-                if len(country) != 2 or not country.isalpha():
+                if len(country) != 2 or not (country.isascii() and country.isalpha()):
                     errors.add(f"{path}.{key}[{i}]", "must be a two-letter country code (ISO 3166)")
         if items:
             out[key] = items
@@ -291,9 +297,14 @@ def _subject_names(obj: dict[str, Any], path: str, errors: Errors, out: Certific
         items = opt_str_list(obj, key, path, errors)
         if items:
             out[key] = SAN_NORMALIZERS[key](items, f"{path}.{key}", errors)
+    if obj.get("otherNames") is not None:
+        other_names = validate_other_names(obj["otherNames"], f"{path}.otherNames", errors)
+        if other_names:
+            out["otherNames"] = other_names
     if not any(obj.get(k) for k in SAN_FIELDS):
         errors.add(
-            path, "at least one of commonName, dnsNames, ipAddresses, uris or emailAddresses"
+            path,
+            "at least one of commonName, dnsNames, ipAddresses, uris, emailAddresses or otherNames",
         )
     if "subject" in obj:
         subject = _subject(obj["subject"], f"{path}.subject", errors)
@@ -351,11 +362,19 @@ def _key_and_usages(obj: dict[str, Any], path: str, errors: Errors, out: Certifi
 
 
 def _options(obj: dict[str, Any], path: str, errors: Errors, out: CertificateSpec) -> None:
-    """isCA, encodeUsagesInRequest, revisionHistoryLimit, secretExport and renewal."""
+    """isCA, nameConstraints, encodeUsagesInRequest, revisionHistoryLimit, secretExport and
+    renewal."""
     for key in ("isCA", "encodeUsagesInRequest"):
         flag = opt_bool(obj, key, path, errors)
         if flag is not None:
             out[key] = flag
+    if obj.get("nameConstraints") is not None:
+        where = f"{path}.nameConstraints"
+        constraints = validate_name_constraints(obj["nameConstraints"], where, errors)
+        if not out.get("isCA"):
+            errors.add(where, "only a CA certificate carries name constraints: set isCA: true")
+        if constraints:
+            out["nameConstraints"] = constraints
     limit = opt_int(obj, "revisionHistoryLimit", path, errors, minimum=1)
     if limit is not None:
         out["revisionHistoryLimit"] = limit
@@ -363,6 +382,10 @@ def _options(obj: dict[str, Any], path: str, errors: Errors, out: CertificateSpe
         export = _secret_export(obj["secretExport"], f"{path}.secretExport", errors)
         if export:
             out["secretExport"] = export
+    if obj.get("secretTemplate") is not None:
+        template = validate_secret_template(obj["secretTemplate"], f"{path}.secretTemplate", errors)
+        if template:
+            out["secretTemplate"] = template
     if obj.get("renewal") is not None:
         renewal = validate_renewal(obj["renewal"], f"{path}.renewal", errors)
         if renewal:
@@ -425,6 +448,9 @@ def _validate_and_lock_issuer(name: str, spec: Any) -> tuple[CertificateSpec, An
     issuer_pk = issuer_pks.get(issuer_name) or lock_issuer_pk(issuer_name)
     if issuer_pk is None:  # only if validation skipped the lookup, which it never does
         raise SpecError([("spec.issuerRef.name", f"unknown issuer {issuer_name!r}")])
+    if normalized.get("otherNames") or normalized.get("nameConstraints"):
+        kind = Issuer.objects.filter(pk=issuer_pk).values_list("kind", flat=True).first()
+        refuse_for_acme(normalized, kind or "")
     return normalized, issuer_pk
 
 
@@ -463,6 +489,10 @@ def _store_changed_spec(
     cert.save(
         update_fields=["spec", "issuer", "secret_name", "generation", "search_text", "updated_at"]
     )
+    if "spec.secretTemplate" in fields:  # the exported Secret's metadata, without a re-issue
+        SecretExport.objects.filter(certificate=cert).update(
+            exported_revision=None, next_attempt_at=None, attempts=0
+        )
     events.record(
         "Certificate",
         cert.name,

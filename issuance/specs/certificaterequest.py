@@ -10,9 +10,8 @@ from typing import Any
 
 from django.db import transaction
 
-from issuance import events
-from issuance.durations import MAX_SECONDS, format_duration
 from issuance.models import CertificateRequest
+from issuance.observability import events
 from issuance.pki.csr import MAX_CSR_PEM_BYTES, CSRError, parse_csr
 from issuance.shapes import CertificateRequestSpec
 from issuance.specs.certificate import (
@@ -25,6 +24,7 @@ from issuance.specs.certificate import (
 )
 from issuance.specs.errors import Errors, SpecError
 from issuance.specs.fields import check_object, opt_bool, opt_duration, opt_int
+from issuance.timing.durations import MAX_SECONDS, format_duration
 from issuance.worker.wakeup import wake
 
 FIELDS = ("request", "issuerRef", "duration", "usages", "isCA", "expirationSeconds")

@@ -1,7 +1,9 @@
 """Validation of the dns01 provider blocks dns-lexicon serves: our `lexicon` block and
 cert-manager's `cloudflare`, `route53`, `digitalocean`, `azureDNS`, `cloudDNS` (accepted
 as written in cert-manager manifests); `acmeDNS` and `akamai` are refused naming the
-field. The mapping onto lexicon is issuance/solvers/dnsproviders.py.
+field. `azureDNS` without a client secret (managed or workload identity) and `cloudDNS`
+without a service account key (ambient credentials) are stored as written, and the Issuer
+reports them not usable here (AMBIENT_IDENTITY; issuance.acme.solvers.usability). The mapping onto lexicon is issuance/acme/solvers/dnsproviders.py.
 
 Credentials never stay in the spec: cert-manager blocks reference Secrets, and inline
 credentials (our extension, for quick setups and the console's password fields: the lexicon
@@ -12,13 +14,14 @@ block's `credentials: {auth_token: …}`, or e.g. `cloudflare.apiToken` for
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from issuance.solvers import dnsproviders
+from issuance.acme.solvers import dnsproviders
 from issuance.specs.errors import Errors
 from issuance.specs.fields import check_object, opt_int, opt_str, secret_key_selector
 from issuance.specs.names import dns_name_problem
-from issuance.specs.secrets import OPAQUE, SecretWrite
+from issuance.specs.secret_refs import OPAQUE, SecretWrite
 
 # Every dns01 block key this module validates.
 BLOCKS = (dnsproviders.LEXICON, *dnsproviders.CERT_MANAGER_PROVIDERS)
@@ -68,16 +71,26 @@ def _cloudflare(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any
     return out
 
 
+# An IAM role's ARN, in any partition (aws, aws-cn, aws-us-gov).
+ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
+
+
 def _route53(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, why in (
-        ("role", "lexicon's route53 provider cannot assume an IAM role"),
-        ("auth", "lexicon's route53 provider cannot use Kubernetes service account tokens"),
-    ):
-        if key in obj:
-            errors.add(f"{path}.{key}", f"unsupported field: {why}; use access keys")
-    # region: Route 53 is global; kept for the manifest, unused by lexicon.
-    _strings(obj, ("region", "accessKeyID", "hostedZoneID"), path, errors, out)
+    if "auth" in obj:
+        errors.add(
+            f"{path}.auth",
+            "unsupported field: there is no Kubernetes service account token here; use "
+            "access keys (and role)",
+        )
+    # region: the boto3 client's region (it selects the partition, e.g. cn-north-1 → aws-cn).
+    # role: assumed through STS with the block's (or the worker's) credentials first.
+    _strings(obj, ("region", "accessKeyID", "hostedZoneID", "role"), path, errors, out)
+    role = out.get("role")
+    if role and not ROLE_ARN.fullmatch(role):
+        errors.add(
+            f"{path}.role", f"{role!r} is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)"
+        )
     _refs(obj, ("accessKeyIDSecretRef", "secretAccessKeySecretRef"), path, errors, out)
     if "accessKeyID" in obj and "accessKeyIDSecretRef" in obj:
         errors.add(path, "set only one of accessKeyID or accessKeyIDSecretRef")
@@ -100,35 +113,79 @@ def _digitalocean(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, A
 
 def _azure(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if "managedIdentity" in obj:
-        errors.add(
-            f"{path}.managedIdentity",
-            "unsupported field: lexicon's azure provider needs a service principal "
-            "(clientID, clientSecretSecretRef, tenantID)",
-        )
     environment = opt_str(obj, "environment", path, errors, max_len=64)
     if environment and environment != AZURE_PUBLIC:
         errors.add(f"{path}.environment", f"only {AZURE_PUBLIC} is supported by lexicon")
     elif environment:
         out["environment"] = environment
-    required = ("clientID", "tenantID", "subscriptionID", "resourceGroupName")
-    _require(obj, (*required, "clientSecretSecretRef"), path, errors)
-    _strings(obj, (*required, "hostedZoneName"), path, errors, out)
+    _require(obj, ("subscriptionID", "resourceGroupName"), path, errors)
+    if "clientSecretSecretRef" in obj:
+        # A service principal: what lexicon's azure provider signs in with.
+        _require(obj, ("clientID", "tenantID"), path, errors)
+        if "managedIdentity" in obj:
+            errors.add(f"{path}.managedIdentity", "set either clientSecretSecretRef or this")
+    # Without clientSecretSecretRef: cert-manager's managed or workload identity form. Stored
+    # as written; the Issuer reports it not usable here (AMBIENT_IDENTITY, unusable()).
+    _strings(
+        obj,
+        ("clientID", "tenantID", "subscriptionID", "resourceGroupName", "hostedZoneName"),
+        path,
+        errors,
+        out,
+    )
     _refs(obj, ("clientSecretSecretRef",), path, errors, out)
+    identity = check_object(
+        obj.get("managedIdentity", {}),
+        f"{path}.managedIdentity",
+        errors,
+        ("clientID", "resourceID", "tenantID"),
+    )
+    if identity is not None and "managedIdentity" in obj:
+        kept: dict[str, Any] = {}
+        _strings(
+            identity,
+            ("clientID", "resourceID", "tenantID"),
+            f"{path}.managedIdentity",
+            errors,
+            kept,
+        )
+        out["managedIdentity"] = kept
     return out
 
 
 def _cloud_dns(obj: dict[str, Any], path: str, errors: Errors) -> dict[str, Any]:
+    # Without serviceAccountSecretRef: cert-manager's ambient credentials (GKE metadata
+    # server, workload identity). Stored as written; the Issuer reports it not usable here.
     out: dict[str, Any] = {}
-    if "serviceAccountSecretRef" not in obj:
-        errors.add(
-            f"{path}.serviceAccountSecretRef",
-            "is required: lexicon's googleclouddns provider reads the service account key "
-            "(ambient GKE credentials are not available)",
-        )
     _strings(obj, ("project", "hostedZoneName"), path, errors, out)
     _refs(obj, ("serviceAccountSecretRef",), path, errors, out)
     return out
+
+
+# Why the ambient-identity forms cannot run here: lexicon signs in only with a key it is given.
+AMBIENT_IDENTITY = {
+    "azureDNS": (
+        "clientSecretSecretRef",
+        "managed or workload identity (no clientSecretSecretRef) needs Azure's instance "
+        "metadata endpoint or a projected Kubernetes token, which this console does not use; "
+        "give a service principal: clientID, tenantID and clientSecretSecretRef",
+    ),
+    "cloudDNS": (
+        "serviceAccountSecretRef",
+        "ambient credentials (no serviceAccountSecretRef) need Google's metadata server or "
+        "GKE workload identity, which this console does not use; give serviceAccountSecretRef "
+        "(a service account key)",
+    ),
+}
+
+
+def unusable(key: str, block: Any) -> tuple[str, str] | None:
+    """(field, why) when a stored cert-manager block cannot run here, else None."""
+    if key in AMBIENT_IDENTITY and isinstance(block, dict):
+        field, why = AMBIENT_IDENTITY[key]
+        if field not in block:
+            return field, why
+    return None
 
 
 CERT_MANAGER_FIELDS: dict[str, tuple[str, ...]] = {

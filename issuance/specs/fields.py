@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
-from issuance.durations import DurationError, format_duration, parse_duration
 from issuance.models.base import validate_resource_name
 from issuance.shapes import SecretKeySelector
 from issuance.specs.errors import Errors
+from issuance.timing.durations import DurationError, format_duration, parse_duration
 
 # Sentinel for "the key is absent" (None is a value JSON can carry).
 MISSING: Any = object()
@@ -201,9 +201,13 @@ def https_url(value: str, where: str, errors: Errors, *, allow_http: bool = Fals
     if len(value) > 1024:
         errors.add(where, "must be at most 1024 characters")
         return None
-    parts = urlsplit(value)
     schemes = ("https", "http") if allow_http else ("https",)
-    if parts.scheme not in schemes or not parts.hostname or re.search(r"\s", value):
+    try:
+        parts = urlsplit(value)
+        hostname = parts.hostname
+    except ValueError:  # e.g. "https://[" (an unclosed IPv6 address)
+        hostname = None
+    if not hostname or parts.scheme not in schemes or re.search(r"\s", value):
         errors.add(where, f"must be an {' or '.join(schemes)} URL (got {value!r})")
         return None
     return value

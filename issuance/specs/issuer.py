@@ -17,9 +17,10 @@ from cryptography import x509
 from django.db import transaction
 from django.utils import timezone
 
-from issuance import events
+from issuance.acme.issuer_spec import validate_acme
 from issuance.approval import spec as approval_spec
 from issuance.models import Issuer, IssuerKind
+from issuance.observability import events
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import (
     InvalidPrivateKey,
@@ -31,7 +32,6 @@ from issuance.pki.keys import (
 from issuance.pki.signing import sign_csr
 from issuance.pki.x509 import split_pem_chain
 from issuance.shapes import ApprovalPolicy, CaIssuerSpec, IssuerSpec, SelfSignedIssuerSpec
-from issuance.specs.acme import validate_acme
 from issuance.specs.certificate import check_name
 from issuance.specs.errors import Errors
 from issuance.specs.fields import (
@@ -43,8 +43,19 @@ from issuance.specs.fields import (
     opt_str,
 )
 from issuance.specs.outcome import Applied, Outcome, changed_fields
-from issuance.specs.secrets import TLS, SecretWrite, owner_conflict, secret_exists, store
+from issuance.specs.secret_refs import TLS, SecretWrite, owner_conflict, secret_exists, store
 from issuance.worker.wakeup import wake
+
+# The fields of a `ca` block (the API schema's CaIssuer shape lists the same).
+CA_FIELDS = (
+    "secretName",
+    "maxDuration",
+    "generate",
+    "commonName",
+    "certificate",
+    "privateKey",
+    "crlDistributionPoint",
+)
 
 KINDS = ("acme", "ca", "selfSigned")
 UNSUPPORTED_KINDS = {
@@ -151,16 +162,7 @@ def _inline_ca(
 def _ca(
     value: Any, path: str, errors: Errors, issuer: str, plan: IssuerPlan, lookups: bool
 ) -> CaIssuerSpec | None:
-    allowed = (
-        "secretName",
-        "maxDuration",
-        "generate",
-        "commonName",
-        "certificate",
-        "privateKey",
-        "crlDistributionPoint",
-    )
-    obj = check_object(value, path, errors, allowed, hints=CA_UNSUPPORTED)
+    obj = check_object(value, path, errors, CA_FIELDS, hints=CA_UNSUPPORTED)
     if obj is None:
         return None
     out: CaIssuerSpec = {}
@@ -181,13 +183,10 @@ def _ca(
         if write:
             plan.secrets.append(write)
     elif secret_name:
+        # A Secret that does not exist yet is not refused, as in cert-manager: the Issuer is
+        # Ready=False (ErrGetKeyPair) until it appears, e.g. written by a Certificate applied
+        # with it (the CA bootstrap: selfSigned Issuer, isCA Certificate, CA Issuer).
         out["secretName"] = secret_name
-        if lookups and not secret_exists(secret_name):
-            errors.add(
-                f"{path}.secretName",
-                f"secret {secret_name!r} not found (give certificate+privateKey inline, "
-                "or generate: true)",
-            )
     elif obj.get("secretName") is None:
         errors.add(f"{path}.secretName", "is required (or generate: true, or inline certificate)")
     if common_name and not generate:

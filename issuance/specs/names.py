@@ -46,7 +46,7 @@ def dns_name_problem(name: str, *, allow_wildcard: bool = True) -> str | None:
             return f"{name!r} has an empty label (leading, trailing or double dot)"
         if len(label) > MAX_LABEL:
             return f"label {label[:20]!r}… is longer than {MAX_LABEL} characters"
-        if not _LABEL.match(label):
+        if not _LABEL.fullmatch(label):  # match()'s $ lets a trailing newline through
             return (
                 f"{name!r}: label {label!r} must contain only letters, digits and '-', "
                 "and must not start or end with '-'"
@@ -93,7 +93,7 @@ def normalize_ip_addresses(values: list[str], path: str, errors: Errors) -> list
 
 def email_problem(value: str) -> str | None:
     local, at, domain = value.rpartition("@")
-    if not at or not _EMAIL_LOCAL.match(local):
+    if not at or not _EMAIL_LOCAL.fullmatch(local):
         return f"{value!r} is not an e-mail address"
     problem = dns_name_problem(domain.lower(), allow_wildcard=False)
     return f"{value!r}: domain {problem}" if problem else None

@@ -7,11 +7,11 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from issuance import cron
-from issuance.renewal import POLICY_DISABLED, POLICY_RENEW_BEFORE
 from issuance.shapes import RenewalSpec, RenewalWindow
 from issuance.specs.errors import Errors
 from issuance.specs.fields import check_object, opt_duration, opt_str
+from issuance.timing import cron
+from issuance.timing.renewal import POLICY_DISABLED, POLICY_RENEW_BEFORE
 
 RENEWAL_FIELDS = ("policy", "windows")
 WINDOW_FIELDS = ("cron", "timezone", "windowDuration")

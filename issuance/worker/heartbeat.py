@@ -24,8 +24,8 @@ from django.db import DatabaseError, connection, connections
 from django.db.models import Model
 from django.utils import timezone
 
-from issuance import events
 from issuance.models import Event
+from issuance.observability import events
 from issuance.worker.outage import DatabaseOutage
 
 log = logging.getLogger("issuance.worker")
@@ -172,6 +172,14 @@ class Heartbeat:
                     break
                 busy = self.held() or self.stranded() or self._entries
                 healthy = self.beat() if busy else True
+            # Stopping: rows and timeline entries the database refused a moment ago get one
+            # last try (a stop right after an outage lost an entry kept for the next beat).
+            if (self.stranded() or self._entries) and not self.beat():
+                log.warning(
+                    "stopped with %d row(s) not given back and %d timeline entries not stored",
+                    len(self.stranded()),
+                    len(self._entries),
+                )
         finally:
             connections.close_all()  # this thread's connections only (they are per thread)
 

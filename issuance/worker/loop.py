@@ -40,16 +40,17 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 from django.utils import timezone
 
-from issuance import events
-from issuance.backoff import error_backoff
 from issuance.controllers import registry
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.controllers.registry import Controller, Step
 from issuance.models import Event
+from issuance.observability import events
+from issuance.timing.backoff import error_backoff
 from issuance.worker import claim as worker_claim
 from issuance.worker import trace
 from issuance.worker.heartbeat import Heartbeat
 from issuance.worker.listen import Listener, SqliteWatcher
+from issuance.worker.liveness import LivenessBeat
 from issuance.worker.load import Loaders
 from issuance.worker.outage import DatabaseOutage
 from issuance.worker.wakeup import local_wakeup, steps_requested
@@ -201,7 +202,13 @@ class Worker:
     def _failed(
         self, ctrl: Controller, claim: Claim, obj: Model, exc: Exception, entries: list[Event]
     ) -> tuple[None, list[Event]]:
-        """An unexpected error: released with the per-item error backoff."""
+        """An unexpected error: released with the per-item error backoff. Unless the object
+        was deleted during the pass (its save found no row, a child's insert found no parent):
+        then there is nothing left to do or to report, and the pass ends quietly."""
+        if self._deleted(ctrl, claim):
+            log.info("%s %s: deleted during its pass (%s)", ctrl.name, obj, type(exc).__name__)
+            self.release(ctrl, claim, None, entries=entries)  # writes the entries; no row left
+            return None, []
         delay = error_backoff(claim.error_count + 1, acme=ctrl.acme_backoff)
         log.exception("%s %s: unexpected error, retry in %s", ctrl.name, obj, delay)
         self.release(
@@ -213,6 +220,12 @@ class Worker:
             entries=entries,
         )
         return None, []
+
+    def _deleted(self, ctrl: Controller, claim: Claim) -> bool:
+        try:
+            return not ctrl.model._default_manager.filter(pk=claim.pk).exists()
+        except DatabaseError:
+            return False  # cannot tell: handled as the error it is
 
     def release(
         self,
@@ -383,6 +396,9 @@ class Worker:
         watcher = SqliteWatcher() if connection.vendor == "sqlite" else None
         inflight: dict[Future[None], tuple[Controller, Claim]] = {}
         log.info("worker %s started (%d threads)", self.worker_id, self.threads)
+        # `reconcile --check` reads its beats (issuance.worker.liveness).
+        liveness = LivenessBeat(self.worker_id)
+        liveness.start()
         try:
             while not self._stop.is_set():
                 local_wakeup.clear()
@@ -420,6 +436,7 @@ class Worker:
                 wait(inflight, timeout=SLICE)
                 self._reap(inflight)
         finally:
+            liveness.stop()
             if listener is not None:
                 listener.close()
             self.close()

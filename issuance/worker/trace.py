@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-PATH = os.environ.get("ISSUANCE_RECONCILE_TRACE", "")
+from issuance import environment
+
+PATH = environment.ISSUANCE_RECONCILE_TRACE.value()
 
 
 @contextmanager

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from issuance.controllers.acme import health, ratelimit
-from issuance.controllers.acme.accounts import forget_clients
+from issuance.acme import health, ratelimit
+from issuance.acme.accounts import forget_clients
 from tests.acme.fakeca import FakeCA
 
 

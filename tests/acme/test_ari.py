@@ -16,10 +16,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from issuance.acme.certs import ari_cert_id, parse_retry_after
+from issuance.acme import ari
+from issuance.acme.accounts import ensure_account_key
+from issuance.acme.protocol.certs import ari_cert_id, parse_retry_after
 from issuance.controllers import certificaterequests, certificates, orders
-from issuance.controllers.acme import ari
-from issuance.controllers.acme.accounts import ensure_account_key
 from issuance.controllers.base import Result
 from issuance.models import (
     Certificate,

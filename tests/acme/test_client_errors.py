@@ -9,13 +9,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from django.utils import timezone
 from josepy.jwk import JWKEC
 
-from issuance.acme import client as acme_client
-from issuance.acme import exchange as acme_exchange
-from issuance.acme.certs import ari_cert_id
-from issuance.acme.client import AcmeClient
-from issuance.acme.errors import AcmePausedError, AcmeProblemError, AcmeTemporaryError
-from issuance.controllers.acme import ratelimit
-from issuance.controllers.acme.record import DATABASE_RECORD
+from issuance.acme import ratelimit
+from issuance.acme.protocol import client as acme_client
+from issuance.acme.protocol import exchange as acme_exchange
+from issuance.acme.protocol.certs import ari_cert_id
+from issuance.acme.protocol.client import AcmeClient
+from issuance.acme.protocol.errors import AcmePausedError, AcmeProblemError, AcmeTemporaryError
+from issuance.acme.record import DATABASE_RECORD
 from issuance.controllers.base import PermanentError, TemporaryError
 from issuance.models import AcmeServer
 from tests.acme.fakeca import FakeCA, Reply, problem
@@ -38,7 +38,7 @@ ORDER = Reply(
 
 
 def test_bad_nonce_is_retried_with_a_fresh_nonce(ca: FakeCA) -> None:
-    from issuance.metrics import REGISTRY
+    from issuance.observability.metrics import REGISTRY
 
     def metric(result: str) -> float:
         labels = {"action": "new_order", "result": result}

@@ -12,10 +12,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from issuance.acme.errors import AcmeUnreachableError
+from issuance.acme import fallback, health, ratelimit
+from issuance.acme.accounts import ensure_account_key
+from issuance.acme.protocol.errors import AcmeUnreachableError
 from issuance.controllers import orders
-from issuance.controllers.acme import fallback, health, ratelimit
-from issuance.controllers.acme.accounts import ensure_account_key
 from issuance.controllers.base import TemporaryError
 from issuance.models import AcmeServer, Certificate, CertificateRequest, Event, Issuer, Order
 from issuance.pki.csr import build_csr

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from issuance.acme import issuer as acme_issuer
+from issuance.acme import ratelimit
+from issuance.acme.accounts import account_config, ensure_account_key
+from issuance.acme.issuer_waits import SAFETY_NET, IssuerWaitError
 from issuance.controllers import orders
-from issuance.controllers.acme import ratelimit
-from issuance.controllers.acme.accounts import account_config, ensure_account_key
 from issuance.controllers.base import TemporaryError
-from issuance.issuers import acme as acme_issuer
 from issuance.issuers.base import SignState
 from issuance.models import CertificateRequest, Event, Issuer, Order
 from issuance.pki.csr import build_csr
@@ -111,8 +112,12 @@ def test_lost_account_registers_again(ca: FakeCA) -> None:
     acme_issuer.sign(request)
     order = Order.objects.get(request=request)
     ca.on("/new-order", problem(400, "accountDoesNotExist", "no such account"))
-    with pytest.raises(TemporaryError, match="registering again"):
+    with pytest.raises(IssuerWaitError, match="registering again") as waiting:
         orders.reconcile(order)
+    # Parked until the issuer registers again (the worker releases it with this delay).
+    assert waiting.value.delay == SAFETY_NET
+    parked_until = timezone.now() + SAFETY_NET
+    Order.objects.filter(pk=order.pk).update(due_at=parked_until, error_count=1)
     issuer = Issuer.objects.get(name="fake")
     cond = issuer.get_condition("Ready")
     assert cond is not None
@@ -130,6 +135,10 @@ def test_lost_account_registers_again(ca: FakeCA) -> None:
     assert issuer.is_ready
     assert issuer.acme_account_uri == f"{ca.base}/acct/2"
     assert ca.hits["/acct"] == 2
+    # The registration woke the parked order.
+    order.refresh_from_db()
+    assert order.due_at is not None
+    assert order.due_at < parked_until - timedelta(minutes=5)
 
 
 def test_a_certificate_for_another_key_is_refused(ca: FakeCA) -> None:
@@ -188,3 +197,24 @@ def test_restart_after_outage_needs_an_outage_during_the_attempt(ca: FakeCA) -> 
         pass
     assert len(order.restarts) == order_retry.MAX_RESTARTS
     assert Event.objects.filter(reason="OrderRestarted", name=order.name).count() == 3
+
+
+def test_an_order_committed_as_the_database_went_away_gets_its_timeline_entries(
+    ca: FakeCA,
+) -> None:
+    """The pass whose Order insert committed while its answer was lost never recorded it
+    (seen in tests/e2e/test_pg_outage_worker.py: 59 of 60 "Created"); the retry that finds
+    the row records the entries it lacks, once."""
+    request = make_request(ca, ["a.example.test"])
+    order, created = acme_issuer.ensure_order(request)
+    assert created
+    Event.objects.filter(name__in=[order.name, request.name]).delete()  # the lost pass
+
+    for _ in range(2):
+        again, created = acme_issuer.ensure_order(request)
+        assert (again.pk, created) == (order.pk, False)
+    recorded = Event.objects.filter(reason__in=["Created", "OrderCreated"])
+    assert sorted(recorded.values_list("kind", "name", "reason")) == [
+        ("CertificateRequest", request.name, "OrderCreated"),
+        ("Order", order.name, "Created"),
+    ]

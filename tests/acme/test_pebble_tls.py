@@ -9,9 +9,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from josepy.jwk import JWKEC
 
-from issuance.acme.client import AcmeClient, TLSOptions
-from issuance.acme.errors import AcmeTemporaryError
-from issuance.controllers.acme import ratelimit
+from issuance.acme import ratelimit
+from issuance.acme.protocol.client import AcmeClient, TLSOptions
+from issuance.acme.protocol.errors import AcmeTemporaryError
 from tests.e2e.servers import PebbleServer, pebble_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db, pytest.mark.timeout(120)]

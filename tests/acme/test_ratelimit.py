@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from issuance.acme.errors import AcmePausedError
-from issuance.controllers.acme import ratelimit
+from issuance.acme import ratelimit
+from issuance.acme.protocol.errors import AcmePausedError
 from issuance.models import AcmeServer
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from issuance.acme.solvers import DNS01, HTTP01, select_solver
+from issuance.acme.solvers.selection import DNS01, HTTP01, select_solver
 from issuance.shapes import SolverSpec
 
 # Solver specs are JSON as an Issuer's spec.acme.solvers holds them.

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from issuance.acme import transport as acme_transport
-from issuance.acme.transport import DirectTransport
+from issuance.acme.protocol import transport as acme_transport
+from issuance.acme.protocol.transport import DirectTransport
 from tests.e2e.servers import free_port
 
 

@@ -9,10 +9,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from josepy.jwk import JWKEC
 
-from issuance.acme.certs import ari_cert_id, chain_matches, parse_renewal_info
-from issuance.acme.client import AcmeClient
-from issuance.acme.errors import AcmeProblemError, problem_reason, problem_type
-from issuance.issuers.acme import split_problem
+from issuance.acme.issuer import split_problem
+from issuance.acme.protocol.certs import ari_cert_id, chain_matches, parse_renewal_info
+from issuance.acme.protocol.client import AcmeClient
+from issuance.acme.protocol.errors import AcmeProblemError, problem_reason, problem_type
 from issuance.pki.x509 import load_leaf
 from tests.acme.pki import make_chain
 
@@ -76,7 +76,7 @@ def test_ca_bundle_is_written_to_a_private_directory() -> None:
 
     import pytest
 
-    from issuance.acme.client import TLSOptions
+    from issuance.acme.protocol.client import TLSOptions
     from tests.acme.pki import make_chain
 
     pem = make_chain("a.example", "I", "R")

@@ -15,8 +15,8 @@ from acme.jws import JWS
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from josepy.jwk import JWK, JWKEC, JWKRSA
 
-from issuance.acme.client import AcmeClient
-from issuance.acme.jws import Signer
+from issuance.acme.protocol.client import AcmeClient
+from issuance.acme.protocol.jws import Signer
 from tests.acme.fakeca import FakeCA, Reply, problem
 
 pytestmark = pytest.mark.django_db

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from pytest_django import Settings
+from rest_framework.test import APIClient
 
 from issuance.models import CertificateRequest, Issuer, Secret
 from tests.factories import csr_pem, make_ca_issuer, make_certificate, make_selfsigned_issuer
@@ -48,3 +51,12 @@ def counts() -> dict[str, int]:
 def fast_password_hashing(settings: Settings) -> None:
     """role_users makes five users per test; PBKDF2 would dominate the run time."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def admin(
+    role_users: dict[str, User], api_client_for: Callable[[User | None], APIClient]
+) -> APIClient:
+    """Issuers (and their approval policies) are changed by admins only
+    (issuance.access.permissions)."""
+    return api_client_for(role_users["admin"])

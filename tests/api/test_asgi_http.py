@@ -22,13 +22,13 @@ from django.contrib.auth.models import User
 from pytest_django import Settings
 
 from console.asgi_http import ThreadedASGIHandler
-from issuance.apitokens import create_token
+from issuance.access.apitokens import create_token
 from issuance.models import Certificate
 from tests.factories import make_selfsigned_issuer
 from tests.webserver import uvicorn_on_test_database
 
 REPO = Path(__file__).resolve().parents[2]
-CSS = REPO / "static" / "css" / "console.css"
+CSS = REPO / "console" / "static" / "css" / "console.css"
 
 
 @pytest.fixture

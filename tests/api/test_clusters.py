@@ -368,3 +368,22 @@ def test_a_change_writes_only_its_own_columns(
     for column in ("state", "last_sync", "sync_owner", "sync_lease_until", "api_versions"):
         assert f'"{column}"' not in update, update
     assert '"checked_at"' in update and '"max_backoff_seconds"' in update
+
+
+def test_an_in_cluster_cluster_in_the_api(users: dict[str, User]) -> None:
+    Cluster.objects.create(name="local", in_cluster=True)
+    admin = client_for(users["admin"])
+    body = admin.get("/api/v1/clusters/local/").json()
+    assert (body["inCluster"], body["context"]) == (True, "")
+    # Sent back as read (inCluster ignored), with a new backoff: accepted.
+    changed = admin.put("/api/v1/clusters/local/", {**body, "minBackoffSeconds": 60}, format="json")
+    assert changed.status_code == 200, changed.json()
+    assert Cluster.objects.get(name="local").min_backoff_seconds == 60
+    refused = admin.patch("/api/v1/clusters/local/", {"context": "x"}, format="json")
+    assert refused.status_code == 400
+    assert "no kubeconfig context" in str(refused.json())
+    assert Cluster.objects.get(name="local").context == ""
+    # A kubeconfig makes it a kubeconfig cluster.
+    made = admin.patch("/api/v1/clusters/local/", {"kubeconfig": KUBECONFIG}, format="json")
+    assert made.status_code == 200 and made.json()["inCluster"] is False
+    assert Cluster.objects.get(name="local").kubeconfig == KUBECONFIG

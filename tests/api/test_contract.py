@@ -25,7 +25,7 @@ from issuance.models import (
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr
-from issuance.specs.secrets import read_secret_value
+from issuance.specs.secret_refs import read_secret_value
 from tests.api.conftest import counts
 from tests.factories import csr_pem, make_order
 
@@ -46,6 +46,8 @@ CERT_STATUS_KEYS = {
     "caUnreachable",
     "renewalInfo",
     "issuedBy",
+    "deployment",
+    "endpoints",
 }
 
 
@@ -140,23 +142,21 @@ def test_patch_is_a_json_merge_patch(world: dict[str, Any], operator: APIClient)
     assert body["generation"] == 3
 
 
-def test_manifest_shaped_body_and_cluster_issuer(
-    world: dict[str, Any], operator: APIClient
-) -> None:
+def test_manifest_shaped_body_and_cluster_issuer(world: dict[str, Any], admin: APIClient) -> None:
     manifest = {
         "apiVersion": "cert-manager.io/v1",
         "kind": "ClusterIssuer",
         "metadata": {"name": "root"},
         "spec": {"selfSigned": {}},
     }
-    response = operator.post("/api/v1/issuers/", manifest, format="json")
+    response = admin.post("/api/v1/issuers/", manifest, format="json")
     assert response.status_code == 201, response.content
     assert response.json()["kind"] == "ClusterIssuer"
     assert Issuer.objects.get(name="root").cluster_scoped is True
-    again = operator.post("/api/v1/issuers/", manifest, format="json")
+    again = admin.post("/api/v1/issuers/", manifest, format="json")
     assert again.status_code == 409
     assert "already exists" in again.json()["detail"]
-    bad = operator.post(
+    bad = admin.post(
         "/api/v1/issuers/", {**manifest, "kind": "Certificate", "extra": 1}, format="json"
     )
     assert bad.status_code == 400
@@ -287,14 +287,16 @@ def test_secret_endpoint(world: dict[str, Any], admin: APIClient, operator: APIC
     assert "not issued" in missing.json()["detail"]
 
 
-def test_delete_issuer_in_use_is_a_conflict(world: dict[str, Any], operator: APIClient) -> None:
-    response = operator.delete("/api/v1/issuers/ss/")
+def test_delete_issuer_in_use_is_a_conflict(
+    world: dict[str, Any], operator: APIClient, admin: APIClient
+) -> None:
+    response = admin.delete("/api/v1/issuers/ss/")
     assert response.status_code == 409
     assert "Certificate/web" in response.json()["detail"]
     assert Issuer.objects.filter(name="ss").exists()
     assert operator.delete("/api/v1/certificates/web/").status_code == 204
-    assert operator.delete("/api/v1/issuers/ss/").status_code == 204
-    assert Event.objects.filter(name="ss", reason="Deleted", actor="operator").exists()
+    assert admin.delete("/api/v1/issuers/ss/").status_code == 204
+    assert Event.objects.filter(name="ss", reason="Deleted", actor="admin").exists()
 
 
 def _inline_ca() -> tuple[str, str]:
@@ -310,11 +312,9 @@ def _inline_ca() -> tuple[str, str]:
     return cert, private_key_to_pem(key)
 
 
-def test_private_keys_never_in_list_or_detail(
-    world: dict[str, Any], admin: APIClient, operator: APIClient
-) -> None:
+def test_private_keys_never_in_list_or_detail(world: dict[str, Any], admin: APIClient) -> None:
     cert_pem, key_pem = _inline_ca()
-    response = operator.post(
+    response = admin.post(
         "/api/v1/issuers/",
         {"name": "inline", "spec": {"ca": {"certificate": cert_pem, "privateKey": key_pem}}},
         format="json",
@@ -325,7 +325,7 @@ def test_private_keys_never_in_list_or_detail(
     assert "PRIVATE KEY" not in stored.tls_key_ciphertext  # encrypted at rest
     assert "PRIVATE KEY" in stored.tls_key
     hmac = base64.urlsafe_b64encode(b"k" * 32).decode().rstrip("=")
-    acme = operator.post(
+    acme = admin.post(
         "/api/v1/issuers/",
         {
             "name": "acme",

@@ -20,8 +20,8 @@ from pytest_django import DjangoCaptureOnCommitCallbacks
 from rest_framework import serializers
 from rest_framework.test import APIClient
 
+from issuance.access.apitokens import create_token, revoke_token
 from issuance.api.certificates import CertificateSerializer, CertificateStatusSerializer
-from issuance.apitokens import create_token, revoke_token
 from issuance.models import ApiToken, Certificate, Event
 from issuance.worker import wakeup
 from tests.api.conftest import counts

@@ -12,9 +12,22 @@ from django.test.utils import CaptureQueriesContext
 from pytest_django import DjangoAssertNumQueries
 from rest_framework.test import APIClient
 
-from issuance.controllers.acme import health
-from issuance.models import CertificateRequest, Event
-from tests.factories import csr_pem, make_certificate, make_order, make_selfsigned_issuer
+from issuance.acme import health
+from issuance.models import (
+    CertificateRequest,
+    Cluster,
+    Event,
+    PasswordChangeRequired,
+    RoleScope,
+    TOTPFactor,
+)
+from tests.factories import (
+    csr_pem,
+    make_certificate,
+    make_order,
+    make_selfsigned_issuer,
+    role_group,
+)
 
 LIST_URLS = [
     "/api/v1/issuers/",
@@ -74,3 +87,38 @@ def test_list_queries_do_not_grow_with_page_size(
     assert len(large_queries) == len(small_queries), (url, small_queries, large_queries)
     with django_assert_max_num_queries(MAX_QUERIES):
         assert client.get(url + "?limit=100").status_code == 200
+
+
+def _populate_users(start: int, stop: int) -> None:
+    """Users with everything the users list shows: a role, a cluster scope, a second factor,
+    a password to change."""
+    cluster, _ = Cluster.objects.get_or_create(
+        name="prod", defaults={"created_by": "admin", "kubeconfig_ciphertext": "x"}
+    )
+    for i in range(start, stop):
+        user = User.objects.create_user(f"user-{i:03}")
+        user.groups.add(role_group("viewer"))
+        RoleScope.objects.create(user=user, cluster=cluster, namespace=f"team-{i}")
+        TOTPFactor.objects.create(user=user, name="app", confirmed=True)
+        PasswordChangeRequired.objects.create(user=user, set_by="admin")
+
+
+def test_users_list_queries_do_not_grow_with_page_size(
+    role_users: dict[str, User],
+    api_client_for: Callable[[User | None], APIClient],
+    django_assert_max_num_queries: DjangoAssertNumQueries,
+) -> None:
+    """secondFactor and mustChangePassword come with the list's own query (annotations)."""
+    client = api_client_for(role_users["admin"])
+    client.get("/api/v1/users/")
+    _populate_users(0, 5)
+    small_queries, small_rows = _measure(client, "/api/v1/users/")
+    _populate_users(5, 50)
+    large_queries, large_rows = _measure(client, "/api/v1/users/")
+    assert large_rows >= small_rows + 45
+    assert len(large_queries) == len(small_queries), (small_queries, large_queries)
+    with django_assert_max_num_queries(MAX_QUERIES):
+        listing = client.get("/api/v1/users/?limit=100").json()["results"]
+    made = [u for u in listing if u["username"].startswith("user-")]
+    assert len(made) == 50
+    assert all(u["secondFactor"] == "totp" and u["mustChangePassword"] for u in made)

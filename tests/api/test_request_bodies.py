@@ -94,11 +94,12 @@ def test_a_get_answer_can_be_sent_back(created: str, operator: APIClient) -> Non
 
 @pytest.mark.parametrize("issuer", [False, True])
 def test_patch_without_a_spec_changes_nothing(
-    created: str, operator: APIClient, issuer: bool
+    created: str, operator: APIClient, admin: APIClient, issuer: bool
 ) -> None:
     url = "/api/v1/issuers/ss/" if issuer else created
-    before = operator.get(url).json()
-    response = operator.patch(url, {"name": before["name"]}, format="json")
+    client = admin if issuer else operator  # issuers are changed by admins
+    before = client.get(url).json()
+    response = client.patch(url, {"name": before["name"]}, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["spec"] == before["spec"]
     assert response.json()["generation"] == before["generation"]

@@ -14,8 +14,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from issuance import actions
-from issuance.bootstrap.requests import MAX_PENDING_PER_TOKEN
+from issuance.bootstrap.certificaterequests import MAX_PENDING_PER_TOKEN
 from issuance.bootstrap.tokens import create_token, hash_secret, revoke
 from issuance.models import (
     Approval,
@@ -25,6 +24,7 @@ from issuance.models import (
     Issuer,
     RequestState,
 )
+from issuance.operations import actions
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from issuance.pki.x509 import split_pem_chain

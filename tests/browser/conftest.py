@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,11 +112,14 @@ def start_server(
     """Start `manage.py serve` (uvicorn + the reconcile worker); returns its base URL.
 
     `port` (default: a free one) and `env` (extra settings) let a test put the app where an
-    ACME CA validates HTTP-01. Servers are stopped before the test database is flushed.
+    ACME CA validates HTTP-01; `worker=False` serves without the worker (`--no-worker`).
+    Servers are stopped before the test database is flushed.
     """
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(port: int | None = None, env: dict[str, str] | None = None) -> str:
+    def start(
+        port: int | None = None, env: dict[str, str] | None = None, *, worker: bool = True
+    ) -> str:
         port = port or _free_port()
         ARTIFACTS.mkdir(exist_ok=True)
         log = ARTIFACTS / f"serve-{request.node.name}.log"
@@ -132,7 +136,11 @@ def start_server(
         child_env.update({**defaults, **(env or {})})  # `env` may override any of these
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                [
+                    *(sys.executable, "manage.py", "serve", "--host", "127.0.0.1"),
+                    *("--port", str(port)),
+                    *(() if worker else ("--no-worker",)),
+                ],
                 cwd=ROOT,
                 env=child_env,
                 stdout=out,
@@ -203,3 +211,19 @@ def screenshot(request: pytest.FixtureRequest) -> Callable[[Any, str], Path]:
         return path
 
     return take
+
+
+@pytest.fixture
+def quiet_server(start_server: Callable[..., str]) -> str:
+    """The console without its worker (`serve --no-worker`), so the seeded rows stay as they
+    were made while the pages are read (the accessibility sweep, the documentation's
+    screenshots); otherwise the settings of the `server` fixture."""
+    return start_server(worker=False)
+
+
+@pytest.fixture
+def seeded(role_users: dict[str, User]) -> None:
+    """A console with something in every state on every page (tests/browser/seeded_console.py)."""
+    from tests.browser.seeded_console import seed_console
+
+    seed_console()

@@ -16,7 +16,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from issuance.clusters import actions as cluster_actions
 from issuance.models import Cluster, ClusterAction, MirroredKind
 from issuance.models.cluster import ClusterState
 from tests.browser.a11y import (
@@ -44,11 +43,6 @@ from tests.web.mirror_builders import (
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 NewPage = Callable[[], Any]
-# The real issuance/clusters/actions.py (the actions helper's) replaces the stub at merge.
-needs_real_actions = pytest.mark.skipif(
-    "STUB" in (cluster_actions.__doc__ or ""),
-    reason="needs the actions helper's issuance/clusters/actions.py (stub on this branch)",
-)
 CERT_URL = "/clusters/prod/team-a/certificates/web/"
 
 
@@ -75,12 +69,11 @@ def mirror_data(db: None) -> Cluster:
     ready_cert(prod, "team-a", "shop-with-a-rather-long-name-for-the-phone-layout")
     ready_cert(prod, "team-b", "other-team")
     cr = pending_cr(prod, "team-a", "web-1", "web")
-    order = child(prod, MirroredKind.ORDER, "team-a", "web-1-2751391425", "web", state="pending")
+    child(prod, MirroredKind.ORDER, "team-a", "web-1-2751391425", "web", state="pending")
     challenge = child(prod, MirroredKind.CHALLENGE, "team-a", "web-1-2751391425-0", "web")
     event(prod, cert, "Issuing", "Issuing certificate as Secret does not exist")
     event(prod, cr, "OrderCreated", "Created Order resource team-a/web-1-2751391425")
     event(prod, challenge, "Presented", "Presented challenge using HTTP-01 challenge mechanism")
-    assert order.pk
     return prod
 
 
@@ -211,7 +204,6 @@ def test_scoped_viewer_sees_only_team_a(
     assert page.locator('tr[data-cluster="staging"]').count() == 0
 
 
-@needs_real_actions
 def test_operator_force_renews_and_approver_approves_in_the_browser(
     new_page: NewPage, role_users: dict[str, User], mirror_data: Cluster
 ) -> None:

@@ -116,7 +116,9 @@ def test_certificate_lifecycle_live(
     # The second issuance shows up live: another Issuing event, then revision 2.
     page.evaluate("window.__sameDocument = true")
     page.wait_for_function(
-        "document.querySelectorAll('#certificate-timeline .event-reason').length > 0 &&"
+        # A function, not an expression: an expression is eval'ed in the page, which the
+        # console's CSP (no 'unsafe-eval') refuses.
+        "() => document.querySelectorAll('#certificate-timeline .event-reason').length > 0 &&"
         " [...document.querySelectorAll('#certificate-timeline .event-reason')]"
         ".filter(e => e.textContent.trim() === 'Issuing').length >= 2",
         timeout=45_000,

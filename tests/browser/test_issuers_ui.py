@@ -86,6 +86,7 @@ def test_admin_creates_edits_and_deletes_issuers(
 
     # A CA issuer, generated.
     page.click("#issuer-new")
+    page.wait_for_url(re.compile(r"/new-issuer/$"))  # loaded: the form's script listens
     page.fill("#id_name", "corp-ca")
     page.select_option("#id_kind", "ca")
     assert page.locator("fieldset[data-kind=acme]").is_hidden()

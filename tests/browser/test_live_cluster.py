@@ -1,11 +1,6 @@
 """A mirrored Certificate's page follows the cluster live: the test writes the Certificate's
 status in a real kube-apiserver, the console's worker mirrors it, and the open page shows
-the failure and cert-manager's next retry without a reload.
-
-DRAFT (live helper): needs the sync step (issuance.clusters.sync, registered in the
-worker) and the mirrored Certificate page (/clusters/<cluster>/<namespace>/certificates/
-<name>/) from the other helpers' branches; skipped until issuance.clusters.sync exists.
-"""
+the failure and cert-manager's next retry without a reload."""
 
 from __future__ import annotations
 
@@ -26,8 +21,6 @@ from tests.clusters.conftest import (  # noqa: F401  (fixtures, used by name)
     namespace,
 )
 from tests.helpers import wait_for
-
-pytest.importorskip("issuance.clusters.sync")
 
 pytestmark = [pytest.mark.browser, pytest.mark.kube, pytest.mark.timeout(240)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -12,7 +13,7 @@ from django.utils import timezone
 
 from issuance.models import ApiToken, Certificate, Event
 from tests.browser.a11y import check_page
-from tests.browser.pages import csrf_token, login, login_with
+from tests.browser.pages import after_password, csrf_token, login, login_with
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -38,9 +39,23 @@ def test_admin_creates_user_and_viewer_is_refused(
     assert admin.locator("#one-time-password").count() == 0
     assert password not in admin.content()
 
+    # A user an admin created chooses their own password before anything else.
     dana = new_page()
-    login_with(dana, "dana", password)
+    dana.goto("/login/")
+    dana.fill("input[name=username]", "dana")
+    dana.fill("input[name=password]", password)
+    dana.click("button[type=submit]")
+    assert after_password(dana) == "/account/password/"
+    check_page(dana, "password-change-forced")
+    dana.fill("input[name=old_password]", password)
+    dana.fill("input[name=new_password1]", "danas-own-secret-2026")
+    dana.fill("input[name=new_password2]", "danas-own-secret-2026")
+    dana.click("#password-change button[type=submit]")
+    dana.wait_for_url(re.compile(r"/$"))
     assert dana.locator("h1").inner_text() == "Dashboard"
+    dana.click("form[action='/logout/'] button")
+    dana.wait_for_url(re.compile(r"/login/$"))
+    login_with(dana, "dana", "danas-own-secret-2026")
     assert list(User.objects.get(username="dana").groups.values_list("name", flat=True)) == [
         "operator"
     ]
@@ -76,8 +91,9 @@ def test_user_creates_and_revokes_a_token_and_sees_the_charts(
     # waits retry across the redraws.
     for key in ("renewals", "expiry", "issuance"):
         figure = page.locator(f"#chart-{key}")
-        figure.locator("svg[role=img] > title").wait_for(state="attached")
-        figure.locator("svg[role=img] > desc").wait_for(state="attached")
+        # The drawing a desktop shows (renewals and expiry also have a compact one for phones).
+        figure.locator("svg.chart-svg-full[role=img] > title").wait_for(state="attached")
+        figure.locator("svg.chart-svg-full[role=img] > desc").wait_for(state="attached")
         figure.locator("rect.chart-bar").first.wait_for()
         figure.locator("details.chart-data > summary").wait_for()
     check_page(page, "dashboard-charts")

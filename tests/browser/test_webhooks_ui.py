@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from issuance import signing
 from issuance.models import IssuanceWebhook
+from issuance.notifications import webhook_signing
 from tests.browser.a11y import check_page
 from tests.browser.pages import csrf_token, login
 from tests.webhooks.receiver import receiver
@@ -52,7 +52,7 @@ def test_admin_creates_a_webhook_sends_a_test_and_sees_it_delivered(
         assert "HTTP 200" in page.locator("#delivery-table").inner_text()
         check_page(page, "webhooks-delivered")
     (got,) = rx.received
-    assert signing.verify(secret.encode(), got.body, got.headers)
+    assert webhook_signing.verify(secret.encode(), got.body, got.headers)
     assert json.loads(got.body)["event"] == "test"
 
 

@@ -13,20 +13,20 @@ import pytest
 from django.db import transaction
 from pytest_django import Settings
 
-from issuance.controllers import challenges as controller
-from issuance.controllers.base import TemporaryError
-from issuance.models import Challenge, Event, Order
-from issuance.solvers.base import (
+from issuance.acme.solvers.base import (
     SolverConfigError,
     dns01_txt_value,
     parse_hostport,
     txt_record_name,
 )
-from issuance.solvers.registry import solver_for
-from issuance.solvers.rfc2136 import Rfc2136Solver, load_config
-from issuance.solvers.selfcheck import authoritative_nameservers, check_dns01
-from issuance.solvers.webhook import WebhookSolver
-from issuance.specs.secrets import OPAQUE, SecretWrite, store
+from issuance.acme.solvers.registry import solver_for
+from issuance.acme.solvers.rfc2136 import Rfc2136Solver, load_config
+from issuance.acme.solvers.selfcheck import authoritative_nameservers, check_dns01
+from issuance.acme.solvers.webhook import WebhookSolver
+from issuance.controllers import challenges as controller
+from issuance.controllers.base import TemporaryError
+from issuance.models import Challenge, Event, Order
+from issuance.specs.secret_refs import OPAQUE, SecretWrite, store
 from tests.e2e.bind9 import Bind9Server, bind9_server, start_webhook_provider
 from tests.factories import make_acme_issuer, make_challenge, make_order
 
@@ -260,7 +260,7 @@ def test_unusable_solver_config_fails_the_challenge(order: Order) -> None:
 def test_self_check_resolver_uses_configured_nameservers(
     bind: Bind9Server, settings: Settings
 ) -> None:
-    from issuance.solvers.selfcheck import resolve_addresses
+    from issuance.acme.solvers.selfcheck import resolve_addresses
 
     settings.SELF_CHECK_NAMESERVERS = [bind.address]
     # Only BIND knows these names (wildcard A record); the system resolver does not.

@@ -25,10 +25,10 @@ from django.db import connection
 from django.test import Client
 from pytest_django import Settings
 
+from issuance.acme.solvers.selfcheck import check_http01
 from issuance.controllers import challenges as controller
 from issuance.management.commands.http01_solver import make_server
 from issuance.models import Event, Order
-from issuance.solvers.selfcheck import check_http01
 from tests.e2e.servers import free_port, wait_for_tcp
 from tests.factories import make_acme_issuer, make_challenge, make_order
 

@@ -18,9 +18,9 @@ import pytest
 from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 
+from issuance.acme.solvers.http01 import solver
+from issuance.acme.solvers.http01.solver import key_authorization_for
 from issuance.models import Challenge, Order
-from issuance.solvers import http01
-from issuance.solvers.http01 import key_authorization_for
 from tests.factories import make_acme_issuer, make_challenge, make_order
 
 
@@ -123,7 +123,7 @@ def test_concurrent_lookups_of_one_token_share_one_query() -> None:
         Challenge.objects.filter(pk=chal.pk).update(presented=False)
         assert run("tok-burst", 1) == [None]
         assert statements.count == 2
-    assert http01._flights == {}
+    assert solver._flights == {}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -161,4 +161,4 @@ def test_a_failed_leader_does_not_fail_the_others() -> None:
         results = run("tok-fail", 3)
     assert isinstance(results[0], DatabaseError)
     assert results[1:] == [chal.key_authorization] * 2
-    assert http01._flights == {}
+    assert solver._flights == {}

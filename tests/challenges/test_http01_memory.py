@@ -20,11 +20,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from pytest_django import Settings
 
+from issuance.acme.solvers.http01.solver import Http01Solver, RecentAnswers, key_authorization_for
+from issuance.acme.solvers.http01.solver import recent_answers as memory
 from issuance.availability import DatabaseUnavailable
 from issuance.management.commands.http01_solver import make_server
 from issuance.models import Challenge, Order
-from issuance.solvers.http01 import Http01Solver, RecentAnswers, key_authorization_for
-from issuance.solvers.http01 import recent_answers as memory
 from tests.dbfaults import held_down, recovers, unreachable
 from tests.factories import make_acme_issuer, make_challenge, make_order
 

@@ -126,8 +126,8 @@ def _expect_failure(text: str, tmp_path: Path) -> str:
     [
         (
             "  secretName: web-tls\n",
-            "  secretName: web-tls\n  otherNames: []\n",
-            "document 1 (Certificate/web): spec.otherNames: unsupported field",
+            "  secretName: web-tls\n  literalSubject: CN=web\n",
+            "document 1 (Certificate/web): spec.literalSubject: unsupported field",
         ),
         (
             "kind: Issuer\n",

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from issuance.clusters.kinds import BY_KIND, CERT_MANAGER_GROUP, VERSION
+from issuance.kubernetes.certmanager.kinds import BY_KIND, CERT_MANAGER_GROUP, VERSION
 from tests.factories import csr_pem
 
 Obj = dict[str, Any]

@@ -2,7 +2,7 @@
 
 Session-scoped: both start together (about as long as one). Each has three users:
 - admin (system:masters): the tests' own hand, creating objects as cert-manager would;
-- issuance-console: bound to docs/rbac/issuance-console.yaml, exactly what the README says
+- issuance-console: bound to docs/rbac/issuance-console.yaml, exactly what docs/clusters/index.md says
   to grant; the kubeconfig a test adds as a Cluster;
 - limited: only get/list/watch on certificates, for the missing-permissions report.
 """

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from issuance.clusters.kinds import MIRRORED, VERSION, Kind
+from issuance.kubernetes.certmanager.kinds import MIRRORED, VERSION, Kind
 
 SHORT_NAMES = {
     "Certificate": ["cert", "certs"],

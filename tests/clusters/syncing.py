@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from issuance.clusters.sync import Syncer
+from issuance.kubernetes.certmanager.sync import Syncer
 from issuance.models import Cluster, ClusterResource
 from tests.factories import make_cluster as add_cluster
 from tests.helpers import wait_for

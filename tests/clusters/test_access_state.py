@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from issuance.clusters.sync import Syncer
+from issuance.kubernetes.certmanager.sync import Syncer
 from issuance.models import Cluster
 from issuance.models.cluster import ClusterState
 from tests.clusters.syncing import running_syncer, state, sync_until

@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from issuance.actions import ActionError
-from issuance.clusters import actions
+from issuance.kubernetes.certmanager import cluster_actions
 from issuance.models import Cluster, ClusterAction, ClusterResource, Event
+from issuance.operations.actions import ActionError
 from issuance.worker.wakeup import local_wakeup
 from tests.clusters.writeback_helpers import mirrored
 from tests.factories import make_cluster as add_cluster
@@ -62,7 +62,7 @@ def request(cluster: Cluster, namespace: str = "team-a", **status: Any) -> Clust
 def test_renew_queues_an_action_with_the_audit_event_and_wakes_the_worker(prod: Cluster) -> None:
     alice = user("alice", "operator")
     local_wakeup.clear()
-    action = actions.request_renew(cert(prod), alice, message="rotate now")
+    action = cluster_actions.request_renew(cert(prod), alice, message="rotate now")
     assert local_wakeup.is_set()
     assert (action.action, action.kind, action.uid, action.actor, action.reason) == (
         "renew",
@@ -83,7 +83,7 @@ def test_renew_queues_an_action_with_the_audit_event_and_wakes_the_worker(prod: 
 
 def test_decisions_are_recorded_as_the_consoles_own(prod: Cluster) -> None:
     carol = user("carol", "approver")
-    action = actions.request_decision(
+    action = cluster_actions.request_decision(
         request(prod), carol, "Denied", reason="WrongDomain", message="not ours"
     )
     assert (action.action, action.reason, action.message) == ("deny", "WrongDomain", "not ours")
@@ -111,14 +111,14 @@ def test_each_action_needs_its_role(prod: Cluster, role: str, allowed: set[str])
     someone = user("someone", role)
     done = set()
     calls: list[tuple[str, Callable[[], ClusterAction]]] = [
-        ("renew", lambda: actions.request_renew(cert(prod), someone)),
-        ("approve", lambda: actions.request_decision(request(prod), someone, "Approved")),
+        ("renew", lambda: cluster_actions.request_renew(cert(prod), someone)),
+        ("approve", lambda: cluster_actions.request_decision(request(prod), someone, "Approved")),
     ]
     for name, call in calls:
         try:
             call()
             done.add(name)
-        except actions.NotAllowed as exc:
+        except cluster_actions.NotAllowed as exc:
             assert f"does not hold the {'operator' if name == 'renew' else 'approver'}" in str(exc)
     assert done == allowed
     assert ClusterAction.objects.count() == Event.objects.count() == len(allowed)
@@ -126,15 +126,15 @@ def test_each_action_needs_its_role(prod: Cluster, role: str, allowed: set[str])
 
 def test_a_scoped_user_acts_inside_the_scope_only(prod: Cluster, staging: Cluster) -> None:
     scoped = user("bob", "operator", (prod, "team-a"))
-    assert actions.request_renew(cert(prod, "team-a"), scoped).namespace == "team-a"
+    assert cluster_actions.request_renew(cert(prod, "team-a"), scoped).namespace == "team-a"
     for resource in (cert(prod, "team-b"), cert(staging, "team-a")):
-        with pytest.raises(actions.NotAllowed):
-            actions.request_renew(resource, scoped)
+        with pytest.raises(cluster_actions.NotAllowed):
+            cluster_actions.request_renew(resource, scoped)
     assert ClusterAction.objects.count() == 1
     whole = user("dora", "approver", (staging, ""))
-    actions.request_decision(request(staging, "anything"), whole, "Approved")
-    with pytest.raises(actions.NotAllowed):
-        actions.request_decision(request(prod, "anything"), whole, "Approved")
+    cluster_actions.request_decision(request(staging, "anything"), whole, "Approved")
+    with pytest.raises(cluster_actions.NotAllowed):
+        cluster_actions.request_decision(request(prod, "anything"), whole, "Approved")
 
 
 def test_cmctl_refusals(prod: Cluster) -> None:
@@ -143,27 +143,27 @@ def test_cmctl_refusals(prod: Cluster) -> None:
         prod, "busy", conditions=[{"type": "Issuing", "status": "True", "reason": "Renewing"}]
     )
     with pytest.raises(ActionError, match="already being issued"):
-        actions.request_renew(issuing, admin)
+        cluster_actions.request_renew(issuing, admin)
     decided = request(prod, "done", conditions=[{"type": "Approved", "status": "True"}])
     with pytest.raises(ActionError, match="already Approved"):
-        actions.request_decision(decided, admin, "Denied")
+        cluster_actions.request_decision(decided, admin, "Denied")
     with pytest.raises(ActionError, match="only a Certificate"):
-        actions.request_renew(request(prod), admin)
+        cluster_actions.request_renew(request(prod), admin)
     with pytest.raises(ActionError, match="only a CertificateRequest"):
-        actions.request_decision(cert(prod), admin, "Approved")
+        cluster_actions.request_decision(cert(prod), admin, "Approved")
     assert not ClusterAction.objects.exists() and not Event.objects.exists()
 
 
 def test_a_second_request_while_one_is_queued_is_refused(prod: Cluster) -> None:
     admin = user("root", "admin")
     pending = request(prod)
-    actions.request_decision(pending, admin, "Approved")
+    cluster_actions.request_decision(pending, admin, "Approved")
     with pytest.raises(ActionError, match="already has a decision queued"):
-        actions.request_decision(pending, admin, "Denied")
+        cluster_actions.request_decision(pending, admin, "Denied")
     web = cert(prod)
-    actions.request_renew(web, admin)
+    cluster_actions.request_renew(web, admin)
     with pytest.raises(ActionError, match="already queued"):
-        actions.request_renew(web, admin)
+        cluster_actions.request_renew(web, admin)
     assert ClusterAction.objects.count() == Event.objects.count() == 2
 
 
@@ -175,9 +175,9 @@ def test_nothing_is_stored_when_the_audit_event_fails(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("audit log down")
 
-    monkeypatch.setattr("issuance.clusters.actions.events.record", broken)
+    monkeypatch.setattr("issuance.kubernetes.certmanager.cluster_actions.events.record", broken)
     with pytest.raises(RuntimeError):
-        actions.request_renew(cert(prod), admin)
+        cluster_actions.request_renew(cert(prod), admin)
     assert not ClusterAction.objects.exists()
 
 
@@ -185,5 +185,5 @@ def test_queuing_costs_a_handful_of_queries(prod: Cluster) -> None:
     admin = user("root", "admin")
     web = cert(prod)
     with CaptureQueriesContext(connection) as ctx:
-        actions.request_renew(web, admin)
+        cluster_actions.request_renew(web, admin)
     assert len(ctx.captured_queries) <= 10, [q["sql"] for q in ctx.captured_queries]

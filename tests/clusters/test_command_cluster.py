@@ -168,3 +168,14 @@ def test_check_prints_versions_and_missing_permissions(cm_a: CmCluster) -> None:
     # The kubeconfig is what the cluster sees: a wrong token reads Unauthorized.
     add_cluster("bogus", cm_a.kubeconfig_for("no-such-token-" + "0" * 18))
     assert "Cluster bogus: Unauthorized" in run("check", "bogus")
+
+
+def test_a_kubeconfig_given_to_an_in_cluster_cluster_is_what_it_uses() -> None:
+    """In-cluster mode is one of two sources: replacing the kubeconfig (edit form, API)
+    leaves it (tests/clusters/test_in_cluster.py covers the in-cluster source itself)."""
+    cluster = Cluster.objects.create(name="local", in_cluster=True)
+    assert cluster.kubeconfig == ""
+    cluster.kubeconfig = KUBECONFIG
+    cluster.save(update_fields=["kubeconfig_ciphertext", "in_cluster"])
+    cluster.refresh_from_db()
+    assert not cluster.in_cluster and cluster.kubeconfig == KUBECONFIG

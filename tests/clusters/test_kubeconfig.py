@@ -1,10 +1,10 @@
-"""Kubeconfig validation (issuance/clusters/kubeconfig.py): refused naming the field."""
+"""Kubeconfig validation (issuance/kubernetes/certmanager/kubeconfig.py): refused naming the field."""
 
 from __future__ import annotations
 
 import pytest
 
-from issuance.clusters.kubeconfig import KubeconfigError, contexts, validate
+from issuance.kubernetes.certmanager.kubeconfig import KubeconfigError, contexts, validate
 
 GOOD = """
 apiVersion: v1

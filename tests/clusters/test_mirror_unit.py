@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from issuance.clusters import mirror
-from issuance.clusters.client import is_cert_manager_event
-from issuance.clusters.sync import ClusterSync, Syncer
 from issuance.controllers import registry
-from issuance.kube.watcher import Batch
+from issuance.kubernetes.certmanager import mirror
+from issuance.kubernetes.certmanager.cluster_api import is_cert_manager_event
+from issuance.kubernetes.certmanager.sync import ClusterSync, Syncer
+from issuance.kubernetes.watcher import Batch
 from issuance.models import Cluster, ClusterEvent, ClusterResource
 from issuance.worker import claim
 from issuance.worker.loop import Worker

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from issuance.clusters import mirror
+from issuance.kubernetes.certmanager import mirror
 from issuance.models import ClusterResource
 from tests.clusters import cm
 from tests.clusters.test_mirror_unit import KUBECONFIG, served

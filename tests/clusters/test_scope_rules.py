@@ -1,5 +1,5 @@
-"""Scoped roles (issuance/clusters/scope.py, issuance/roles.py) and cert-manager's backoff
-(issuance/clusters/retry.py), without a cluster."""
+"""Scoped roles (issuance/access/scope.py, issuance/access/roles.py) and cert-manager's backoff
+(issuance/kubernetes/certmanager/retry.py), without a cluster."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import given
 from hypothesis import strategies as st
 
-from issuance.clusters import retry, scope
+from issuance.access import scope
+from issuance.access.roles import granted_roles, roles_of
+from issuance.kubernetes.certmanager import retry
 from issuance.models import Cluster, ClusterResource, RoleScope
-from issuance.roles import granted_roles, roles_of
 
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from rest_framework.test import APIClient
 
-from issuance.clusters import writeback
-from issuance.clusters.sync import Syncer
+from issuance.kubernetes.certmanager import writeback
+from issuance.kubernetes.certmanager.sync import Syncer
 from issuance.models import ClusterResource
 from tests.clusters import cm
 from tests.clusters.conftest import CmCluster

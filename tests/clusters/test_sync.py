@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from issuance.clusters import kinds, sync
-from issuance.clusters.sync import Syncer
+from issuance.kubernetes.certmanager import kinds, sync
+from issuance.kubernetes.certmanager.sync import Syncer
 from issuance.models import Cluster, ClusterEvent
 from issuance.models.cluster import ClusterState
 from tests.clusters import cm

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.db import connection
 
-from issuance.clusters import sync
+from issuance.kubernetes.certmanager import sync
 from issuance.models import Cluster
 from issuance.models.cluster import ClusterState
 from issuance.worker.loop import Worker
@@ -87,7 +87,12 @@ def test_worker_step_mirrors_changes_and_releases_on_shutdown(
 def test_shutdown_releases_the_lease(cm_a: CmCluster, worker: RunningWorker) -> None:
     prod = add_cluster("prod", cm_a.console_kubeconfig)
     wait_for(lambda: Cluster.objects.get(pk=prod.pk).sync_owner, 30, "lease taken")
-    wait_for(lambda: sync.shared().syncs[prod.pk].watchers, 30, "watching")
+    # The lease is stored before the sync is registered: look it up only once it exists.
+    wait_for(
+        lambda: (found := sync.shared().syncs.get(prod.pk)) is not None and found.watchers,
+        30,
+        "watching",
+    )
     watchers = list(sync.shared().syncs[prod.pk].watchers.values())
     worker.stop()
     sync.shutdown()

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from issuance.clusters import actions, kubeconfig, writeback
+from issuance.kubernetes.certmanager import cluster_actions, kubeconfig, writeback
 from issuance.models import Cluster, ClusterAction, ClusterActionState, Event
 from tests.clusters import cm
 from tests.clusters.conftest import CmCluster
@@ -77,7 +77,9 @@ def test_renew_sets_issuing_as_cmctl_and_records_an_event(
     cm_a: CmCluster, namespace: str, prod: Cluster, operator: User
 ) -> None:
     cert = failing_certificate(cm_a, namespace)
-    action = actions.request_renew(mirrored(prod, cert), operator, message="after the DNS fix")
+    action = cluster_actions.request_renew(
+        mirrored(prod, cert), operator, message="after the DNS fix"
+    )
     assert action.state == ClusterActionState.PENDING
     assert writeback.run_due(prod)
     action.refresh_from_db()
@@ -111,8 +113,8 @@ def test_approve_and_deny_set_their_conditions(
     cm_a: CmCluster, namespace: str, prod: Cluster, approver: User
 ) -> None:
     first, second = request(cm_a, namespace, "web-1"), request(cm_a, namespace, "web-2")
-    actions.request_decision(mirrored(prod, first), approver, "Approved")
-    actions.request_decision(
+    cluster_actions.request_decision(mirrored(prod, first), approver, "Approved")
+    cluster_actions.request_decision(
         mirrored(prod, second), approver, "Denied", reason="WrongDomain", message="not ours"
     )
     writeback.run_due(prod)
@@ -149,7 +151,7 @@ def test_a_request_decided_in_the_cluster_meanwhile_fails_naming_it(
             ]
         },
     )
-    action = actions.request_decision(row, approver, "Approved")
+    action = cluster_actions.request_decision(row, approver, "Approved")
     writeback.run_due(prod)
     action.refresh_from_db()
     assert action.state == ClusterActionState.FAILED
@@ -163,7 +165,7 @@ def test_a_stale_write_is_read_again_and_retried(
     cm_a: CmCluster, namespace: str, prod: Cluster, operator: User
 ) -> None:
     cert = failing_certificate(cm_a, namespace)
-    action = actions.request_renew(mirrored(prod, cert), operator)
+    action = cluster_actions.request_renew(mirrored(prod, cert), operator)
     changes: list[Obj] = []
 
     def meddle(act: ClusterAction, obj: Obj) -> None:
@@ -188,8 +190,8 @@ def test_a_crash_after_the_write_duplicates_nothing(
 ) -> None:
     cert = failing_certificate(cm_a, namespace)
     cr = request(cm_a, namespace)
-    renew = actions.request_renew(mirrored(prod, cert), operator)
-    approve = actions.request_decision(mirrored(prod, cr), approver, "Approved")
+    renew = cluster_actions.request_renew(mirrored(prod, cert), operator)
+    approve = cluster_actions.request_decision(mirrored(prod, cr), approver, "Approved")
 
     crashed: set[str] = set()
 
@@ -224,8 +226,8 @@ def test_a_deleted_or_replaced_object_fails_the_action(
 ) -> None:
     gone = mirrored(prod, failing_certificate(cm_a, namespace, "gone"))
     replaced = mirrored(prod, failing_certificate(cm_a, namespace, "replaced"))
-    first = actions.request_renew(gone, operator)
-    second = actions.request_renew(replaced, operator)
+    first = cluster_actions.request_renew(gone, operator)
+    second = cluster_actions.request_renew(replaced, operator)
     cm_a.objects().delete("Certificate", namespace, "gone")
     cm_a.objects().delete("Certificate", namespace, "replaced")
     failing_certificate(cm_a, namespace, "replaced")  # same name, another uid
@@ -243,8 +245,10 @@ def test_missing_rbac_fails_naming_the_permission(
     cm_a: CmCluster, namespace: str, operator: User, approver: User
 ) -> None:
     limited = add_cluster("limited", cm_a.limited_kubeconfig)
-    renew = actions.request_renew(mirrored(limited, failing_certificate(cm_a, namespace)), operator)
-    approve = actions.request_decision(
+    renew = cluster_actions.request_renew(
+        mirrored(limited, failing_certificate(cm_a, namespace)), operator
+    )
+    approve = cluster_actions.request_decision(
         mirrored(limited, request(cm_a, namespace)), approver, "Approved"
     )
     writeback.run_due(limited)
@@ -266,7 +270,7 @@ def test_an_unreachable_api_server_keeps_the_action_until_it_is_back(
     cert = cm_b.objects().create(
         cm.certificate("web", namespace), status=cm.failed_status(1, cm.now())
     )
-    action = actions.request_renew(mirrored(staging, cert), operator)
+    action = cluster_actions.request_renew(mirrored(staging, cert), operator)
     cm_b.server.kill_apiserver()
     try:
         writeback.run_due(staging)
@@ -328,7 +332,7 @@ def test_a_certificate_already_issuing_in_the_cluster_is_left_alone(
     cm_a: CmCluster, namespace: str, prod: Cluster, operator: User
 ) -> None:
     cert = failing_certificate(cm_a, namespace)
-    action = actions.request_renew(mirrored(prod, cert), operator)  # the mirror is behind
+    action = cluster_actions.request_renew(mirrored(prod, cert), operator)  # the mirror is behind
     now = cm_a.objects().get("Certificate", namespace, "web")
     issuing = {
         "type": "Issuing",

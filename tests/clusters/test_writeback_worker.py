@@ -1,6 +1,6 @@
 """Actions carried out by the worker as it runs (the cluster sync step calls
 writeback.run_due): a renewal asked for in the console is in the cluster within about a
-second. Needs the sync (issuance/clusters/sync.py, the sync helper's): skipped without it."""
+second."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
 
-from issuance.clusters import actions
+from issuance.kubernetes.certmanager import cluster_actions, sync
 from issuance.models import Cluster, ClusterAction, ClusterActionState, ClusterResource
 from issuance.worker.loop import Worker
 from tests.clusters import cm
@@ -28,8 +28,6 @@ from tests.factories import scoped_user as user
 from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.kube, pytest.mark.django_db(transaction=True)]
-
-sync: Any = pytest.importorskip("issuance.clusters.sync")
 
 
 @pytest.fixture
@@ -72,7 +70,7 @@ def renewal_delays(cm_a: CmCluster, prod: Cluster, namespace: str, operator: Use
 
         mirrored = wait_for(row, 60, "mirrored by the worker")
         started = time.monotonic()
-        action = actions.request_renew(mirrored, operator)
+        action = cluster_actions.request_renew(mirrored, operator)
 
         def done(pk: Any = action.pk) -> bool:
             return ClusterAction.objects.get(pk=pk).state == ClusterActionState.DONE

@@ -26,7 +26,15 @@ from django.conf import settings
 from tests.contract.world import Credentials, build
 from tests.e2e.servers import free_port, manage_py, wait_for_tcp
 
-pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+# The spec shapes in the schema (issuance/api/spec_schemas.py) give schemathesis' coverage
+# phase thousands of boundary cases: the admin run takes minutes, more on a loaded CI machine.
+RUN_TIMEOUT = 1500
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.e2e,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(RUN_TIMEOUT + 120),
+]
 
 SCHEMATHESIS = [sys.executable, "-m", "schemathesis.cli"]
 CONFIG = Path(__file__).with_name("schemathesis.toml")
@@ -94,7 +102,7 @@ def run_schemathesis(
         str(har),
     ]
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=280, cwd=workdir, check=False
+        argv, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=workdir, check=False
     )
     entries = json.loads(har.read_text())["log"]["entries"] if har.exists() else []
     statuses = Counter(int(entry["response"]["status"]) for entry in entries)

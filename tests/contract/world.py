@@ -2,7 +2,7 @@
 
 Plain code (no pytest): the contract test calls `build()` on its test database, and by hand
 `manage.py shell -c "from tests.contract.world import build; print(build())"` prints the two
-credentials to run schemathesis with (README, "The API contract").
+credentials to run schemathesis with (docs/development.md, "The API contract").
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from datetime import timedelta
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from issuance import actions, webhooks
-from issuance.apitokens import create_token as create_api_token
-from issuance.bootstrap.requests import submit
+from issuance.access.apitokens import create_token as create_api_token
+from issuance.bootstrap.certificaterequests import submit
 from issuance.bootstrap.tokens import create_token
-from issuance.clusters.kinds import MIRRORED
+from issuance.kubernetes.certmanager.kinds import MIRRORED
 from issuance.models import (
     AcmeServer,
     CertificateRequest,
@@ -28,6 +27,8 @@ from issuance.models import (
     ClusterResource,
     Event,
 )
+from issuance.notifications import channel_store, rules, webhooks
+from issuance.operations import actions
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from issuance.worker.loop import Worker
@@ -104,6 +105,16 @@ def build() -> Credentials:
         "deploy", "https://deploy.invalid/hook", "contract-webhook-secret", actor="admin"
     )
     webhooks.queue_test(hook, actor="admin")
+    # notification-channels and notification-rules: one of each, so reads, changes and a
+    # rule's `channel` reach real rows (no worker runs: nothing is sent).
+    channel_store.save(
+        None, "ops-mail", channel_store.ChannelInput(url="json://127.0.0.1:1/"), "admin"
+    )
+    rules.create(
+        "web-expiring",
+        {"channel": "ops-mail", "condition": "expiring", "threshold": 10, "name_pattern": "web-*"},
+        "admin",
+    )
     _cluster_mode()
     return Credentials(admin_token=token, bootstrap_token=bootstrap)
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from issuance import actions
 from issuance.controllers import certificaterequests, certificates
 from issuance.controllers.base import Result
 from issuance.models import Certificate, CertificateRequest, Issuer
+from issuance.operations import actions
 from issuance.pki.csr import parse_csr
 from issuance.pki.keys import public_key_bytes, validate_private_key
 from issuance.worker.wakeup import wake

@@ -8,10 +8,10 @@ import pytest
 from cryptography import x509
 from django.test import override_settings
 
-from issuance import actions
 from issuance.controllers import certificaterequests
 from issuance.controllers.base import TemporaryError
 from issuance.models import Approval, CertificateRequest, Event, Issuer, RequestState
+from issuance.operations import actions
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from issuance.pki.x509 import split_pem_chain

@@ -7,7 +7,6 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from issuance import actions
 from issuance.controllers import certificates
 from issuance.controllers.base import TemporaryError
 from issuance.models import (
@@ -18,6 +17,7 @@ from issuance.models import (
     RequestState,
     Secret,
 )
+from issuance.operations import actions
 from issuance.pki.x509 import cert_info
 from issuance.shapes import PrivateKeySpec
 from tests.controllers.helpers import (

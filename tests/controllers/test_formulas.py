@@ -9,7 +9,7 @@ from django.test import override_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from issuance import backoff, renewal
+from issuance.timing import backoff, renewal
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 H = timedelta(hours=1)

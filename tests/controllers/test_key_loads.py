@@ -23,8 +23,8 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from issuance import actions
 from issuance.models import Certificate, Event, Issuer, Secret
+from issuance.operations import actions
 from issuance.pki.csr import build_csr
 from issuance.pki.encryption import encrypt_text
 from issuance.pki.keys import (

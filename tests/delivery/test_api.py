@@ -12,7 +12,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from issuance.delivery.tokens import create_download_token
+from issuance.delivery.downloadtokens import create_download_token
 from issuance.models import Certificate, DownloadToken
 from tests.factories import make_ca_issuer, make_certificate
 

@@ -15,10 +15,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from django.test import Client
 
-from issuance import actions
-from issuance.apitokens import TokenError
-from issuance.delivery.tokens import create_download_token, revoke_download_token
+from issuance.access.apitokens import TokenError
+from issuance.delivery.downloadtokens import create_download_token, revoke_download_token
 from issuance.models import Certificate, DownloadToken, Event, Issuer, Secret
+from issuance.operations import actions
 from tests.factories import make_ca_issuer, make_certificate
 from tests.helpers import drain
 
@@ -225,8 +225,8 @@ def test_last_use_is_written_at_most_once_a_minute() -> None:
 
 
 def test_the_kubernetes_secret_export_carries_cert_managers_extra_keys() -> None:
-    from issuance.kube.secrets import secret_body
-    from issuance.specs.secrets import SecretRefError
+    from issuance.kubernetes.csr_connector.secret_export import secret_body
+    from issuance.specs.secret_refs import SecretRefError
 
     cert = _issued(
         additionalOutputFormats=[{"type": "CombinedPEM"}, {"type": "DER"}],

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 from django.contrib.auth.models import User
 
+from issuance.access.roles import VIEWER
 from issuance.models import AcmeServer, Certificate, Issuer
-from issuance.roles import VIEWER
 from issuance.worker.loop import Worker
 from issuance.worker.wakeup import notify_workers
 from tests.factories import make_certificate

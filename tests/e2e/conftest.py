@@ -24,8 +24,8 @@ import pytest
 from django.utils import timezone
 from pytest_django import Settings
 
-from issuance.controllers.acme import ratelimit
-from issuance.controllers.acme.accounts import forget_clients
+from issuance.acme import ratelimit
+from issuance.acme.accounts import forget_clients
 from issuance.models import Issuer
 from tests.e2e.servers import (
     REPO,

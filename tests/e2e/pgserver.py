@@ -199,13 +199,21 @@ class PgServer:
         """SIGKILL to the postmaster and every backend at once: no goodbye to any client."""
         if self._popen is None or self._popen.poll() is not None:
             return
+        # Every child of the postmaster calls setsid() (InitPostmasterChild), so the
+        # backends are not in its process group: each gets its own SIGKILL. One left
+        # attached to the shared memory makes the next start() refuse ("pre-existing shared
+        # memory block is still in use"), which a loaded machine showed.
+        # Stopped first, the postmaster forks no new one while its children are listed.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._popen.pid, signal.SIGSTOP)
+        children = _children(self._popen.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self._popen.pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self._wait_exit(30)
-        # The backends die a moment after the postmaster. One still attached to the shared
-        # memory makes the next start() refuse ("pre-existing shared memory block is still
-        # in use"), which a loaded machine showed.
-        _wait_group_gone(self._popen.pid, 30)
+        _wait_gone(children, 30)
 
     def _wait_exit(self, timeout: float) -> None:
         assert self._popen is not None
@@ -232,28 +240,38 @@ class PgServer:
             return ""
 
 
-def _live_members(pgid: int) -> list[int]:
-    """Processes of process group `pgid` that have not exited (zombies have let go of their
-    memory, so they do not count)."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # exited meanwhile
-            continue
-        state, group = fields[0], int(fields[2])
-        if group == pgid and state != "Z":
-            members.append(int(stat.parent.name))
-    return members
+def _stat_fields(pid_dir: Path) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name, or None once it has exited."""
+    try:
+        return (pid_dir / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
 
 
-def _wait_group_gone(pgid: int, timeout: float) -> None:
+def _children(parent: int) -> list[int]:
+    """The processes whose parent is `parent` (the postmaster's backends and helpers)."""
+    found = []
+    for pid_dir in Path("/proc").glob("[0-9]*"):
+        fields = _stat_fields(pid_dir)
+        if fields is not None and int(fields[1]) == parent:
+            found.append(int(pid_dir.name))
+    return found
+
+
+def _wait_gone(pids: list[int], timeout: float) -> None:
+    """Until none of `pids` runs (a zombie has let go of its memory, so it does not count)."""
+
+    def running() -> list[int]:
+        return [
+            pid
+            for pid in pids
+            if (fields := _stat_fields(Path(f"/proc/{pid}"))) is not None and fields[0] != "Z"
+        ]
+
     deadline = time.monotonic() + timeout
-    while _live_members(pgid):
+    while running():
         if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"processes of the killed PostgreSQL still run: {_live_members(pgid)}"
-            )
+            raise TimeoutError(f"processes of the killed PostgreSQL still run: {running()}")
         time.sleep(0.02)
 
 

@@ -20,6 +20,7 @@ import datetime as dt
 import ipaddress
 import itertools
 import json
+import logging
 import os
 import socket
 import ssl
@@ -514,6 +515,210 @@ def pebble_stack(
             pebble.stop()
     finally:
         dns.stop()
+
+
+# -- moto's Route 53 API, and the nameserver of one of its hosted zones -----------------
+
+
+@dataclass
+class MotoServer:
+    """moto in server mode: AWS APIs (Route 53, IAM, …) over HTTP on a loopback port.
+
+    With `auth=True`, every request after the first `free_actions` must be signed with an
+    access key moto's IAM knows, and is checked against that user's policies (moto's
+    INITIAL_NO_AUTH_ACTION_COUNT): a wrong secret is refused like AWS refuses it.
+    """
+
+    process: Process
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def client(self, service: str, access_key: str, secret_key: str) -> Any:
+        import boto3  # type: ignore[import-untyped]
+
+        return boto3.session.Session().client(
+            service,
+            endpoint_url=self.url,
+            region_name="us-east-1",
+            aws_access_key_id=access_key,
+            aws_secret_access_key=secret_key,
+        )
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def start_moto(workdir: Path, *, free_actions: int | None = None) -> MotoServer:
+    """`python -m moto.server` on a free port; `free_actions`: requests allowed unsigned
+    before moto checks every request's signature and IAM policy (None: never checks)."""
+    port = free_port()
+    env = {} if free_actions is None else {"INITIAL_NO_AUTH_ACTION_COUNT": str(free_actions)}
+    argv = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    proc = start_process("moto", argv, workdir, env=env)
+    wait_for_tcp("127.0.0.1", port, timeout=60, process=proc)
+    return MotoServer(process=proc, port=port)
+
+
+def _route53_value(value: str) -> str:
+    """A record value as the Route 53 API gives it (zone-file text). moto 5.2 gives its
+    default SOA's as the repr of a dict ("{'Value': '…'}"): take the text inside."""
+    import ast
+
+    if value.startswith("{'Value':"):
+        return str(ast.literal_eval(value)["Value"])
+    return value
+
+
+class Route53Nameserver:
+    """The authoritative nameserver of one hosted zone of a (moto) Route 53 API, on loopback
+    UDP and TCP, as Route 53's own nameservers serve what its API holds (moto has the API,
+    not the nameservers). Pebble validates DNS-01 against it and the self-check asks it.
+
+    Queries are answered from the zone's record sets as last read through the API; a
+    thread reads them again every REFRESH seconds (like Route 53's propagation, a change is
+    served shortly after the API took it: the product's self-check waits for it). Asking
+    the API on each query instead made answers as slow as moto under load, slower than
+    Pebble's DNS timeout.
+
+    Answers are authoritative: the record set of the name and type; else the CNAME at the
+    name; else NODATA (the name has records, or names below it do) or NXDOMAIN, with the
+    zone's SOA in the authority section. Names outside the zone are REFUSED.
+    """
+
+    def __init__(self, route53: Any, zone_id: str) -> None:
+        import socketserver
+        import threading
+
+        import dns.name
+
+        self.route53 = route53
+        self.zone_id = zone_id
+        zone = route53.get_hosted_zone(Id=zone_id)["HostedZone"]
+        self.origin = dns.name.from_text(zone["Name"])
+        self.port = free_tcp_udp_port()
+        self.snapshot: list[dict[str, Any]] = self.record_sets()
+        self.stopped = threading.Event()
+        threading.Thread(target=self._refresh, daemon=True).start()
+        answer = self.answer
+
+        class Udp(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                data, sock = self.request
+                sock.sendto(answer(data), self.client_address)
+
+        class Tcp(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                size = int.from_bytes(self.rfile.read(2), "big")
+                wire = answer(self.rfile.read(size))
+                self.wfile.write(len(wire).to_bytes(2, "big") + wire)
+
+        socketserver.ThreadingUDPServer.allow_reuse_address = True
+        socketserver.ThreadingTCPServer.allow_reuse_address = True
+        self.servers: list[socketserver.BaseServer] = [
+            socketserver.ThreadingUDPServer(("127.0.0.1", self.port), Udp),
+            socketserver.ThreadingTCPServer(("127.0.0.1", self.port), Tcp),
+        ]
+        for server in self.servers:
+            server.daemon_threads = True  # type: ignore[attr-defined]
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    REFRESH = 0.2
+
+    def _refresh(self) -> None:
+        while not self.stopped.wait(self.REFRESH):
+            with contextlib.suppress(Exception):  # moto busy: serve the last read meanwhile
+                self.snapshot = self.record_sets()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def record_sets(self) -> list[dict[str, Any]]:
+        pages = self.route53.get_paginator("list_resource_record_sets")
+        return [
+            record_set
+            for page in pages.paginate(HostedZoneId=self.zone_id)
+            for record_set in page["ResourceRecordSets"]
+        ]
+
+    def answer(self, wire: bytes) -> bytes:
+        import dns.message
+        import dns.rcode
+
+        query = dns.message.from_wire(wire)
+        try:
+            reply: bytes = self._answer(query).to_wire()
+            return reply
+        except Exception:  # say so, as a real server would, rather than leave it unanswered
+            logging.getLogger(__name__).exception("Route53Nameserver: no answer to %s", query)
+            failed = dns.message.make_response(query)
+            failed.set_rcode(dns.rcode.SERVFAIL)
+            return failed.to_wire()
+
+    def _answer(self, query: Any) -> Any:
+        import dns.flags
+        import dns.message
+        import dns.name
+        import dns.rcode
+        import dns.rdataclass
+        import dns.rdatatype
+        import dns.rrset
+
+        # Route 53's answer to `query` from the record sets the API holds now.
+        response = dns.message.make_response(query)
+        question = query.question[0]
+        if not question.name.is_subdomain(self.origin):
+            response.set_rcode(dns.rcode.REFUSED)
+            return response
+        response.flags |= dns.flags.AA
+
+        def rrset(record_set: dict[str, Any]) -> dns.rrset.RRset:
+            return dns.rrset.from_text_list(
+                dns.name.from_text(record_set["Name"]),
+                int(record_set.get("TTL", 300)),
+                dns.rdataclass.IN,
+                record_set["Type"],
+                [_route53_value(r["Value"]) for r in record_set.get("ResourceRecords", [])],
+                origin=dns.name.root,
+                relativize=False,
+            )
+
+        sets = self.snapshot
+        here = [r for r in sets if dns.name.from_text(r["Name"]) == question.name]
+        wanted = dns.rdatatype.to_text(question.rdtype)
+        found = [r for r in here if r["Type"] == wanted] or [
+            r for r in here if r["Type"] == "CNAME"
+        ]
+        if found:
+            response.answer.append(rrset(found[0]))
+            return response
+        below = any(dns.name.from_text(r["Name"]).is_subdomain(question.name) for r in sets)
+        if not here and not below:
+            response.set_rcode(dns.rcode.NXDOMAIN)
+        soa = [r for r in sets if r["Type"] == "SOA"]
+        response.authority.extend(rrset(r) for r in soa)
+        return response
+
+    def txt(self, name: str) -> list[str]:
+        """TXT values at `name`, read through the Route 53 API (quotes removed)."""
+        import dns.name
+
+        want = dns.name.from_text(name)
+        return [
+            record["Value"].strip('"')
+            for record_set in self.record_sets()
+            if record_set["Type"] == "TXT" and dns.name.from_text(record_set["Name"]) == want
+            for record in record_set["ResourceRecords"]
+        ]
+
+    def stop(self) -> None:
+        self.stopped.set()
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
 
 
 def verify_chain(chain_pem: str, roots_pem: Sequence[str]) -> x509.Certificate:

@@ -206,7 +206,7 @@ def make_admin_token(workdir: Path, env: Mapping[str, str]) -> str:
             "shell",
             "-c",
             "from django.contrib.auth.models import User;"
-            "from issuance.apitokens import create_token;"
+            "from issuance.access.apitokens import create_token;"
             "u=User.objects.create_superuser('stack','s@example.test','x');"
             f"create_token(u, 'e2e stack', actor='e2e', text='{token}')",
         ],

@@ -13,10 +13,10 @@ import pytest
 from cryptography import x509
 from pytest_django import Settings
 
-from issuance import actions
-from issuance.acme import exchange as acme_exchange
-from issuance.controllers.acme.accounts import client_for
+from issuance.acme.accounts import client_for
+from issuance.acme.protocol import exchange as acme_exchange
 from issuance.models import Certificate, CertificateRequest, Challenge, Issuer, Order, Secret
+from issuance.operations import actions
 from issuance.pki.x509 import split_pem_chain
 from tests.e2e.conftest import AcmeStack, Drive
 from tests.e2e.servers import verify_chain
@@ -219,7 +219,7 @@ def test_worker_killed_mid_order_finishes_without_a_second_order(
     """The process dies after the CA created the order but before its URL was stored."""
     from django.utils import timezone
 
-    from issuance import faults
+    from issuance.controllers import faults
     from issuance.models import Order as OrderModel
 
     stack = acme_stack()

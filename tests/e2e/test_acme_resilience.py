@@ -11,8 +11,8 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.utils import timezone
 
-from issuance.controllers.acme import ratelimit
-from issuance.controllers.acme.accounts import client_for
+from issuance.acme import ratelimit
+from issuance.acme.accounts import client_for
 from issuance.models import Certificate, Event, Issuer, Order
 from issuance.worker.wakeup import wake
 from tests.e2e.conftest import AcmeStack, Drive

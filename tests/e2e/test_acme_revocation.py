@@ -15,8 +15,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from issuance import faults
-from issuance.acme.client import AcmeClient
+from issuance.acme.protocol.client import AcmeClient
+from issuance.controllers import faults
 from issuance.models import (
     Certificate,
     CertificateRequest,

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from issuance import actions
-from issuance.controllers.acme import health
-from issuance.controllers.acme.fallback import forget_clients
+from issuance.acme import health
+from issuance.acme.fallback import forget_clients
 from issuance.models import Certificate, CertificateRequest, Event, Issuer, Order, Secret
+from issuance.operations import actions
 from tests.e2e.background import ECDSA, make_viewer, outage_record
 from tests.e2e.conftest import AcmeStack
 from tests.e2e.servers import start_pebble, verify_chain

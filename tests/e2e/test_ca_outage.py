@@ -33,9 +33,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from issuance.acme.exchange import server_stats
-from issuance.controllers.acme import health
-from issuance.controllers.acme.accounts import client_for
+from issuance.acme import health
+from issuance.acme.accounts import client_for
+from issuance.acme.protocol.exchange import server_stats
 from issuance.models import AcmeServer, Certificate, CertificateRequest, Event, Issuer, Order
 from issuance.worker.wakeup import notify_workers
 from tests.e2e.background import (

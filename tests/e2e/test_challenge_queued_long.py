@@ -16,8 +16,8 @@ from django.utils import timezone
 from pytest_django import Settings
 
 from issuance.controllers.challenges import SYNC_IF_QUEUED_FOR
-from issuance.metrics import REGISTRY
 from issuance.models import Certificate, Challenge, Event
+from issuance.observability.metrics import REGISTRY
 from tests.e2e.conftest import AcmeStack, Drive
 from tests.factories import make_certificate
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 AGENT = Path(__file__).resolve().parents[2] / "agent" / "issuance_agent.py"
 FILES = ("tls.crt", "tls.key", "tls-combined.pem")
 _TOKEN = """
-from issuance.delivery.tokens import create_download_token
+from issuance.delivery.downloadtokens import create_download_token
 from issuance.models import Certificate
 _, text = create_download_token("web1 nginx", actor="e2e", certificate=Certificate.objects.get(name="web"))
 print("TOKEN=" + text)

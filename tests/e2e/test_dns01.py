@@ -20,7 +20,7 @@ from pytest_django import Settings
 
 from issuance.models import Certificate, Challenge, Event, Order, Secret
 from issuance.pki.x509 import split_pem_chain
-from issuance.specs.secrets import OPAQUE, SecretWrite, store
+from issuance.specs.secret_refs import OPAQUE, SecretWrite, store
 from tests.e2e.bind9 import Bind9Server, bind9_server, start_webhook_provider
 from tests.e2e.conftest import AcmeStack, Drive
 from tests.e2e.servers import verify_chain
@@ -144,5 +144,35 @@ def test_dns01_webhook_provider(
         assert {c["fqdn"] for c in provider.calls} == {"_acme-challenge.hook.example.org."}
         assert {c["value"] for c in provider.calls} == {chal.spec["key"]}
         assert bind.txt("_acme-challenge.hook.example.org") == []
+    finally:
+        provider.stop()
+
+
+def test_dns01_webhook_in_cert_manager_form_through_the_mapping(
+    acme_stack: Callable[..., AcmeStack],
+    bind: Bind9Server,
+    drive: Drive,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """cert-manager's `webhook {groupName, solverName, config}` (no url) runs once
+    ACME_WEBHOOK_SOLVERS maps it to a URL; the endpoint gets cert-manager's fields too."""
+    stack = dns_stack(acme_stack, bind, settings)
+    provider = start_webhook_provider(bind)
+    try:
+        monkeypatch.setenv("ACME_WEBHOOK_SOLVERS", f"acme.example.org/bind9={provider.url}")
+        block = {"groupName": "acme.example.org", "solverName": "bind9", "config": {"ttl": 60}}
+        issuer = stack.make_issuer("hook-cm", solvers=[{"dns01": {"webhook": block}}])
+        make_certificate("dns-hook-cm", issuer, dnsNames=["cm.example.org"], privateKey=ECDSA)
+        drive(done("dns-hook-cm"), timeout=120)
+        assert_issued(stack, "dns-hook-cm", ["cm.example.org"])
+        assert provider.calls, "the mapped URL was never called"
+        for call in provider.calls:
+            assert (call["groupName"], call["solverName"], call["config"]) == (
+                "acme.example.org",
+                "bind9",
+                {"ttl": 60},
+            )
+        assert bind.txt("_acme-challenge.cm.example.org") == []
     finally:
         provider.stop()

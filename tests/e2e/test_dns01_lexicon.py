@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from issuance.controllers.acme import dns_preflight
+from issuance.acme.solvers import preflight_step
+from issuance.acme.solvers.lexicon_dns import LexiconSolver
 from issuance.models import Certificate, CertificateRequest, Challenge, Event, Order
-from issuance.solvers.lexicon_dns import LexiconSolver
-from issuance.specs.secrets import OPAQUE, SecretWrite, store
+from issuance.specs.secret_refs import OPAQUE, SecretWrite, store
 from tests.e2e.conftest import AcmeStack
 from tests.e2e.powerdns import PowerDnsServer, powerdns_server
 from tests.e2e.test_dns01 import ECDSA, assert_issued, done
@@ -37,9 +37,9 @@ def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PowerDnsServer]:
 
 @pytest.fixture(autouse=True)
 def _fresh_preflight_cache() -> Iterator[None]:
-    dns_preflight.forget_cache()
+    preflight_step.forget_cache()
     yield
-    dns_preflight.forget_cache()
+    preflight_step.forget_cache()
 
 
 def lexicon_solver(pdns: PowerDnsServer, api_key: str, secret: str = "pdns-api") -> dict[str, Any]:
@@ -63,6 +63,17 @@ def pdns_stack(
     # Self-check and preflight ask PowerDNS too (its NS records say port 53).
     settings.SELF_CHECK_NAMESERVERS = [pdns.address]
     return stack
+
+
+def pebble_log_count(stack: AcmeStack, text: str) -> int:
+    """How many lines of Pebble's log contain `text`: its log is the CA's own record of every
+    request it handled ("POST /order-plz -> calling handler()") and every order it created
+    ("Added order ..."), unlike our Order rows, which only say what the console stored."""
+    return sum(text in line for line in stack.pebble.process.log().splitlines())
+
+
+NEW_ORDER_REQUEST = "/order-plz -> calling handler()"
+ORDER_ADDED = "Added order "
 
 
 def recording_cleanups(
@@ -116,9 +127,14 @@ def test_wildcard_and_three_names_through_lexicon_powerdns(
     assert pdns.api_txt("_acme-challenge.c.example.test") == []
     assert pdns.api_txt("_acme-challenge.b.example.test") == ["not-ours"]
     assert pdns.txt("_acme-challenge.b.example.test") == ["not-ours"]
+    # Pebble's log counts the orders the CA made: one per Order row (what the negative test
+    # below relies on to show that no newOrder reached the CA).
+    orders = Order.objects.filter(request__certificate__name__in=["lex-wild", "lex-three"])
+    assert orders.count() >= 2
+    assert pebble_log_count(stack, ORDER_ADDED) == orders.count()
     # The preflight passed and said so on the issuer.
     issuer.refresh_from_db()
-    assert issuer.condition_is(dns_preflight.CONDITION)
+    assert issuer.condition_is(preflight_step.CONDITION)
 
 
 def test_wrong_api_key_fails_the_preflight_and_spends_no_order(
@@ -131,11 +147,11 @@ def test_wrong_api_key_fails_the_preflight_and_spends_no_order(
 
     def preflight_failed() -> bool:
         cert = Certificate.objects.get(name="lex-bad")
-        return cert.condition_is(dns_preflight.CONDITION, "False")
+        return cert.condition_is(preflight_step.CONDITION, "False")
 
     drive(preflight_failed, timeout=60)
     cert = Certificate.objects.get(name="lex-bad")
-    cond = cert.get_condition(dns_preflight.CONDITION)
+    cond = cert.get_condition(preflight_step.CONDITION)
     assert cond is not None
     assert cond["reason"] == "DNSPreflightFailed"
     assert "bad.example.test" in cond["message"]
@@ -147,8 +163,11 @@ def test_wrong_api_key_fails_the_preflight_and_spends_no_order(
     assert ready["reason"] == "DNSPreflightFailed"
     assert ready["message"].startswith("DNSPreflightFailed: bad.example.test:")
     assert not Order.objects.filter(request__certificate=cert).exists()
-    assert stack.pebble  # the CA was never asked: no Order row means no newOrder
+    # The CA was never asked: Pebble's log has no newOrder request at all (and it was up: the
+    # issuer registered its ACME account there).
+    assert pebble_log_count(stack, "/sign-me-up -> calling handler()") >= 1
+    assert pebble_log_count(stack, NEW_ORDER_REQUEST) == 0
     assert Event.objects.filter(name="lex-bad", reason="DNSPreflightFailed").count() == 1
     issuer.refresh_from_db()
-    assert issuer.condition_is(dns_preflight.CONDITION, "False")
+    assert issuer.condition_is(preflight_step.CONDITION, "False")
     assert not any("wrong-key" in e.message for e in Event.objects.all())

@@ -17,12 +17,12 @@ from django.db import transaction
 from django.utils import timezone
 from pytest_django import Settings
 
-from issuance.controllers.acme.accounts import client_for
+from issuance.acme.accounts import client_for
+from issuance.acme.solvers.registry import solver_for
 from issuance.controllers.challenges import SYNC_IF_QUEUED_FOR
-from issuance.metrics import REGISTRY
 from issuance.models import Certificate, Challenge, Event
-from issuance.solvers.registry import solver_for
-from issuance.specs.secrets import OPAQUE, SecretWrite, store
+from issuance.observability.metrics import REGISTRY
+from issuance.specs.secret_refs import OPAQUE, SecretWrite, store
 from tests.e2e.bind9 import Bind9Server, bind9_server
 from tests.e2e.conftest import AcmeStack, Drive
 from tests.factories import make_certificate

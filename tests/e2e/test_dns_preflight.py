@@ -13,11 +13,10 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
-from issuance.controllers.acme import dns_preflight
+from issuance.acme.solvers import preflight, preflight_step
+from issuance.acme.solvers.lexicon_dns import LexiconSolver
 from issuance.models import Challenge, Issuer
-from issuance.solvers import preflight
-from issuance.solvers.lexicon_dns import LexiconSolver
-from issuance.specs.secrets import OPAQUE, SecretWrite, store
+from issuance.specs.secret_refs import OPAQUE, SecretWrite, store
 from tests.e2e.bind9 import Bind9Server, bind9_server
 from tests.e2e.powerdns import PowerDnsServer, powerdns_server
 
@@ -36,7 +35,7 @@ def at_pdns(pdns: PowerDnsServer, settings: Any, db: Any) -> PowerDnsServer:
     with transaction.atomic():
         store(SecretWrite("pdns-good", "test", type=OPAQUE, data={"auth_token": pdns.api_key}))
         store(SecretWrite("pdns-bad", "test", type=OPAQUE, data={"auth_token": "nope"}))
-    dns_preflight.forget_cache()
+    preflight_step.forget_cache()
     return pdns
 
 
@@ -156,11 +155,11 @@ def test_test_dns_on_the_issuer_page(at_pdns: PowerDnsServer, role_users: Any) -
     assert "Test DNS www.example.test: passed in" in html
     assert "in zone example.test" in html
     good.refresh_from_db()
-    assert good.condition_is(dns_preflight.CONDITION)
+    assert good.condition_is(preflight_step.CONDITION)
 
     client.post("/issuers/pdns-ko/test-dns/", {"dns_name": "www.example.test"})
     html = client.get("/issuers/").content.decode()
     assert "Test DNS www.example.test: failed in" in html
     assert "HTTP 401" in html and "DNSPreflightFailed" in html
     bad.refresh_from_db()
-    assert bad.condition_is(dns_preflight.CONDITION, "False")
+    assert bad.condition_is(preflight_step.CONDITION, "False")

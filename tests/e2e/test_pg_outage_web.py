@@ -1,4 +1,5 @@
-"""The web process while PostgreSQL is down: 503s within 2 s, HTTP-01 from memory, recovery.
+"""The web process while PostgreSQL is down: 503s within 2 s, HTTP-01 from memory, recovery;
+/healthz 200 throughout and /readyz 503 while it is down.
 
 Real processes: a private PostgreSQL server (tests/e2e/pgserver.py; the shared one serves
 other runs), `manage.py serve` on it with its worker, as deployed, and HTTP and WebSocket
@@ -68,6 +69,24 @@ def _unknown_token(answer: Answer) -> None:
     assert answer.status == 503, answer
 
 
+def _healthy(answer: Answer) -> None:
+    # The process answers: a liveness probe must not get it restarted for the database.
+    assert (answer.status, answer.json()) == (200, {"status": "ok"}), answer
+
+
+def _not_ready(answer: Answer) -> None:
+    assert answer.status == 503, answer
+    assert answer.headers["content-type"] == "application/json", answer
+    body = answer.json()
+    assert (body["status"], body["database"]) == ("not ready", "unavailable"), answer
+    assert body["reason"] == "database unavailable", answer
+
+
+def _ready(answer: Answer) -> None:
+    assert answer.status == 200, answer
+    assert answer.json()["status"] == "ready", answer
+
+
 REQUESTS: list[tuple[str, Callable[[ServeStack], Answer], Callable[[Answer], None]]] = [
     ("GET list", lambda s: s.call("GET", LIST), _api_503),
     (
@@ -79,6 +98,9 @@ REQUESTS: list[tuple[str, Callable[[ServeStack], Answer], Callable[[Answer], Non
     ("live WebSocket", lambda s: s.websocket(), _socket_refused),
     ("HTTP-01 fetched before", lambda s: s.fetch_token(TOKEN), _known_token),
     ("HTTP-01 never fetched", lambda s: s.fetch_token(NEVER_FETCHED), _unknown_token),
+    # The probes (console/probes.py), as a kubelet sends them: to an address, no session.
+    ("/healthz", lambda s: s.call("GET", "/healthz", headers={"Host": "10.0.0.7"}), _healthy),
+    ("/readyz", lambda s: s.call("GET", "/readyz", headers={"Host": "10.0.0.7"}), _not_ready),
 ]
 
 
@@ -104,6 +126,8 @@ def _round_succeeds(stack: ServeStack) -> bool:
 
 
 def _all_succeed(stack: ServeStack, *, token: bool = True) -> None:
+    _healthy(stack.call("GET", "/healthz"))
+    _ready(stack.call("GET", "/readyz"))
     assert stack.call("GET", LIST).status == 200
     assert stack.call("POST", LIST, certificate_body(f"ok-{next(_names)}")).status == 201
     page = stack.call("GET", "/", session=True)

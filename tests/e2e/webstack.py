@@ -35,7 +35,7 @@ _SETUP = """
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
-from issuance.apitokens import create_token
+from issuance.access.apitokens import create_token
 from issuance.models import Issuer
 Issuer.objects.create(name="selfsigned", kind="selfSigned", spec={{"selfSigned": {{}}}})
 user = User.objects.create_superuser("admin", "admin@example.test", "not-used")

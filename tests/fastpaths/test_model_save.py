@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import DatabaseError, connection
-from django.db.models import F
-from django.db.models.signals import post_save
+from django.db.models import F, Value
+from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 
 from issuance.fastpaths.model_save import update_where
@@ -90,3 +92,36 @@ def test_update_where_changes_the_row_only_while_it_matches() -> None:
     assert update_where(cert, ["state"], "default", failed_issuance_attempts=2) == 1
     assert Certificate.objects.get(pk=cert.pk).state == "Issuing"
     assert update_where(cert, ["no_such_field"], "default") is None  # caller falls back
+
+
+@pytest.mark.parametrize("expression_from", ["caller", "pre_save receiver"])
+def test_a_new_row_sends_pre_save_once_when_a_value_is_an_expression(
+    expression_from: str,
+) -> None:
+    """insert_save hands a row with an expression to the ORM; pre_save is still sent once
+    (it was sent twice: by insert_save and again by the Model.save it fell back to)."""
+    issuer = make_selfsigned_issuer()
+    seen: list[str] = []
+
+    def on_pre(instance: Certificate, **kwargs: Any) -> None:
+        seen.append("pre_save")
+        if expression_from == "pre_save receiver":
+            instance.failed_issuance_attempts = Value(2) + 3
+
+    def on_post(**kwargs: Any) -> None:
+        seen.append("post_save")
+
+    pre_save.connect(on_pre, sender=Certificate)
+    post_save.connect(on_post, sender=Certificate)
+    try:
+        spec = {"secretName": "expr-tls", "dnsNames": ["expr.example.test"]}
+        cert = Certificate(name="expr", issuer=issuer, spec=spec, secret_name="expr-tls")
+        if expression_from == "caller":
+            cert.failed_issuance_attempts = Value(2) + 3
+        cert.save()
+    finally:
+        pre_save.disconnect(on_pre, sender=Certificate)
+        post_save.disconnect(on_post, sender=Certificate)
+    assert seen == ["pre_save", "post_save"]
+    assert cert.pk is not None and not cert._state.adding
+    assert Certificate.objects.get(pk=cert.pk).failed_issuance_attempts == 5

@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client as k8s
 
-from issuance.kube import config, connector, writeback
-from issuance.kube.client import KubeApi
-from issuance.kube.connector import Connector
+from issuance.kubernetes.csr_connector import config, connector, csr_writeback
+from issuance.kubernetes.csr_connector.connector import Connector
+from issuance.kubernetes.csr_connector.csr_api import KubeApi
 from tests.factories import csr_pem
 from tests.helpers import wait_for
 from tests.kube.cluster import Cluster, apiserver_binary, etcd_binary, start_cluster
@@ -34,23 +34,21 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         admin = k8s.RbacAuthorizationV1Api(_api_client(cluster.kubeconfig))
         # What kubeadm sets up: nodes may create and read CSRs.
         admin.create_cluster_role_binding(
-            k8s.V1ClusterRoleBinding.model_validate(
-                {
-                    "metadata": {"name": "nodes-create-csrs"},
-                    "roleRef": {
+            {  # a plain dict: sent as JSON unchanged
+                "metadata": {"name": "nodes-create-csrs"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "system:node-bootstrapper",
+                },
+                "subjects": [
+                    {
                         "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "ClusterRole",
-                        "name": "system:node-bootstrapper",
-                    },
-                    "subjects": [
-                        {
-                            "apiGroup": "rbac.authorization.k8s.io",
-                            "kind": "Group",
-                            "name": "system:nodes",
-                        }
-                    ],
-                }
-            )
+                        "kind": "Group",
+                        "name": "system:nodes",
+                    }
+                ],
+            }
         )
         yield cluster
     finally:
@@ -80,7 +78,7 @@ def kube_env(
     monkeypatch.setenv("KUBE_SIGNER_NAMES", f"{signer_name}=kube-ca,other.example/x=missing")
     config.reset()
     yield kube_cluster
-    writeback.BEFORE_WRITE = None
+    csr_writeback.BEFORE_WRITE = None
     connector.shutdown()
 
 

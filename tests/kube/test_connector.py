@@ -11,12 +11,12 @@ from cryptography import x509
 from django.contrib.auth.models import User
 from kubernetes import client as k8s
 
-from issuance import actions
-from issuance.kube import writeback
-from issuance.kube.client import KubeApi
-from issuance.kube.connector import Connector
-from issuance.kube.mirror import decision_of
+from issuance.kubernetes.csr_connector import csr_writeback
+from issuance.kubernetes.csr_connector.connector import Connector
+from issuance.kubernetes.csr_connector.csr_api import KubeApi
+from issuance.kubernetes.csr_connector.csr_mirror import decision_of
 from issuance.models import Approval, CertificateRequest, Event, KubeCSR, RequestState, Secret
+from issuance.operations import actions
 from issuance.pki.x509 import split_pem_chain
 from tests.factories import make_ca_issuer
 from tests.helpers import drain
@@ -201,7 +201,7 @@ def test_stale_write_gets_409_and_is_retried(
             kapi.certs.replace_certificate_signing_request(csr_name, fresh, _preload_content=False)
             meddled.append(fresh["metadata"]["resourceVersion"])
 
-    writeback.BEFORE_WRITE = meddle
+    csr_writeback.BEFORE_WRITE = meddle
     actions.approve(cr, "carol")
     sync_until(lambda: "Approved" in conditions(kapi, name), kconn, what="Approved after 409")
     assert meddled, "the write was not intercepted"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from issuance.kube.mirror import decision_of, observe, request_name
+from issuance.kubernetes.csr_connector.csr_mirror import decision_of, observe, request_name
 from issuance.models import Approval, KubeCSR
 from tests.factories import make_ca_issuer
 from tests.helpers import drain

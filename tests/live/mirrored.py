@@ -1,4 +1,4 @@
-"""Rows of mirrored cert-manager objects, as issuance/clusters/mirror.py stores them, for the
+"""Rows of mirrored cert-manager objects, as issuance/kubernetes/certmanager/mirror.py stores them, for the
 live-update and metrics tests (which need the rows, not a cluster to read them from)."""
 
 from __future__ import annotations

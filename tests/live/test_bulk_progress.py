@@ -11,8 +11,8 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
 
 from console import live
-from issuance import bulk
 from issuance.models import BulkAction
+from issuance.operations import bulk
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.helpers import wait_for
 from tests.live.conftest import run, session_cookie, subscribed

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import time
+from base64 import b32encode
 from collections.abc import Callable
 from typing import Any
 
+import pyotp
 import pytest
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.test import Client
 
 from console import live
-from issuance import events
-from issuance.models import Certificate
+from issuance.models import Certificate, TOTPFactor
+from issuance.observability import events
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.helpers import wait_for
 from tests.live.conftest import communicator, run, session_cookie, subscribed
@@ -210,3 +215,24 @@ def test_event_reaches_certificate_page(viewer_cookie: str) -> None:
     assert got["type"] == "event.recorded"
     assert got["group"] == "certificate:delta"
     assert (got["reason"], got["actor"]) == ("Issuing", "alice")
+
+
+def test_a_sign_in_owing_its_second_factor_is_refused(make_user: Callable[..., User]) -> None:
+    """Password given, code not yet (console.signin_steps): not signed in for live updates."""
+    user = make_user("half", "viewer")
+    device = TOTPFactor.objects.create(user=user, name="app", confirmed=True)
+    client = Client(REMOTE_ADDR="192.0.2.50")
+    assert client.post("/login/", {"username": "half", "password": "pw-half"}).status_code == 302
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+
+    async def connect() -> tuple[bool, Any]:
+        comm = communicator(cookie)
+        result = await comm.connect(timeout=5)
+        await comm.disconnect()
+        return result
+
+    assert run(connect()) == (False, 4401)
+    code = pyotp.TOTP(b32encode(device.bin_key).decode()).at(time.time())
+    assert client.post("/login/verify/", {"code": code})["Location"] == "/"
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    assert run(connect())[0] is True

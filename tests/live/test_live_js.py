@@ -21,8 +21,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from issuance.durations import format_relative
 from issuance.models import Certificate
+from issuance.timing.durations import format_relative
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.live.conftest import session_cookie
 
@@ -38,7 +38,7 @@ CHROMIUM_ARGS = [
     # would treat its WebSocket to 127.0.0.1 as a public page reaching into the local network.
     "--disable-features=LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests",
 ]
-LIVE_JS = Path(__file__).resolve().parents[2] / "static" / "js" / "live.js"
+LIVE_JS = Path(__file__).resolve().parents[2] / "console" / "static" / "js" / "live.js"
 
 PAGE = """<!DOCTYPE html><html><head><script src="/static/js/live.js" defer></script></head>
 <body data-live-groups="{groups}" data-poll-interval="1">
@@ -193,12 +193,15 @@ def test_scoped_refresh_and_live_message(server: Server, viewer: str, open_page:
     # The refreshed part's countdown is ticked at once, not left with the server's text.
     assert page.locator("#web time").inner_text().startswith("in 1h 59m")
 
-    # Several messages in a burst: one debounced refetch, not one per message.
+    # Several messages in a burst: debounced refetches, not one per message. Three separate
+    # commits usually land within the 250 ms debounce (one refetch); on a loaded machine two
+    # of them can land further apart (two), never one refetch per message.
     for revision in (6, 7, 8):
         save("web", revision)
     page.wait_for_function("window.__msgs.filter(m => m.revision === 8).length === 1")
     page.wait_for_timeout(1000)
-    assert len(fetches) == 2, fetches
+    assert page.evaluate("window.__msgs.filter(m => m.revision >= 6).length") == 3
+    assert 1 <= len(fetches) - 1 < 3, fetches
 
 
 def test_countdowns_tick_locally(server: Server, viewer: str, open_page: Any) -> None:
@@ -210,7 +213,7 @@ def test_countdowns_tick_locally(server: Server, viewer: str, open_page: Any) ->
         f"document.getElementById('future').textContent !== {first!r}", timeout=3000
     )
     assert page.locator("#past").inner_text().endswith("s ago")
-    # The browser ticks the same text the server renders (issuance.durations.format_relative).
+    # The browser ticks the same text the server renders (issuance.timing.durations.format_relative).
     offsets = [3599.4, -90061, 0.3, -0.9, -5, 2.5, 59.5, 3 * 3600 + 62, 2 * 86400 + 3 * 3600 + 240]
     formats = page.evaluate(
         "(offsets) => offsets.map((s) => IssuanceLive.relative(1.7e12 + s * 1000, 1.7e12))",

@@ -1,4 +1,4 @@
-"""issuance.publish for mirrored cert-manager objects: the k8s topics, after commit only, one
+"""issuance.observability.publish for mirrored cert-manager objects: the k8s topics, after commit only, one
 message per object and topic, and a re-list coalesced into one summary per topic."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from issuance import publish
 from issuance.models import Cluster, ClusterResource, ClusterState
+from issuance.observability import publish
 from tests.live.mirrored import (
     certificate_row,
     make_certificate_row,

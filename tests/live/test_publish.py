@@ -1,4 +1,4 @@
-"""issuance.publish: what is sent, to which topics, and only after commit, once per object."""
+"""issuance.observability.publish: what is sent, to which topics, and only after commit, once per object."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from issuance import publish
 from issuance.models import Certificate, CertificateRequest, Challenge, Order
+from issuance.observability import publish
 from tests.dbfaults import unreachable
 from tests.factories import make_certificate, make_selfsigned_issuer
 
@@ -204,7 +204,7 @@ def test_an_outage_at_the_owner_lookup_logs_one_line_and_sends_the_rest(
     requests = of_type(sent, "request.status")
     assert [(t, m["name"]) for t, m in requests] == [("dashboard", "outage-1")]
     assert requests[0][1]["certificate"] is None
-    lines = [r for r in caplog.records if r.name == "issuance.publish"]
+    lines = [r for r in caplog.records if r.name == "issuance.observability.publish"]
     assert [(r.levelname, r.exc_info) for r in lines] == [("WARNING", None)]
     assert "owning certificates not resolved (connection failed" in lines[0].getMessage()
     assert "\n" not in lines[0].getMessage()

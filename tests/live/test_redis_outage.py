@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 from django.contrib.auth.models import User
 
-from issuance.apitokens import create_token
+from issuance.access.apitokens import create_token
 from issuance.specs.issuer import apply_issuer
 from tests.live.conftest import session_cookie
 from tests.live.outage import (

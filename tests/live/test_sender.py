@@ -19,8 +19,8 @@ from pytest_django import Settings
 from console.live import RESYNC, LiveSender, group_for
 from console.live import sender as app_sender
 from console.settings import redis_channel_host
-from issuance import publish
 from issuance.models import Certificate
+from issuance.observability import publish
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.helpers import wait_for
 from tests.live.outage import RedisServer
@@ -214,7 +214,9 @@ def test_commits_never_wait_for_a_failing_redis(
         f"with Redis {outage}; at most {in_sender * 1000:.2f} ms in the sender per message"
     )
     assert max(failing) < 0.5, failing
-    assert in_sender < 0.05, redis_sender.calls
+    # Waiting for Redis would take the sender's timeout (2 s) per call; the bound is well
+    # below it and above a thread's stall on a loaded 2-core machine (72 ms was seen).
+    assert in_sender < redis_sender.timeout / 8, redis_sender.calls
     assert redis_sender.dropped >= 20
 
     if outage == "frozen":

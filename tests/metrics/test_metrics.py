@@ -13,9 +13,9 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 from pytest_django import Settings
 
-from issuance.controllers.acme import health
-from issuance.metrics import ACME_REQUESTS
+from issuance.acme import health
 from issuance.models import AcmeServer, Certificate, CertificateRequest, Challenge, Order
+from issuance.observability.metrics import ACME_REQUESTS
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from issuance.controllers.acme import health
+from issuance.acme import health
 from issuance.models import Cluster, ClusterAction, ClusterResource, ClusterState
 from tests.live.mirrored import certificate_row, make_certificate_row, make_cluster
 from tests.metrics.test_metrics import Samples, scrape, value

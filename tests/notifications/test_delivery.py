@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from issuance import events, signing
 from issuance.models import (
     Certificate,
     DeliveryState,
@@ -21,7 +20,8 @@ from issuance.models import (
     NotificationCondition,
     NotificationRule,
 )
-from issuance.notifications import deliver, send, step
+from issuance.notifications import deliver, send, step, webhook_signing
+from issuance.observability import events
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.notifications.receivers import http_receiver, smtp_server
 
@@ -89,8 +89,8 @@ def test_signed_webhook_verified_by_the_receiver() -> None:
         deliver.deliver_due(NOW)
     assert len(receiver.posts) == 1
     post = receiver.posts[0]
-    assert signing.verify(SECRET.encode(), post.body, post.headers)
-    assert not signing.verify(b"another key", post.body, post.headers)
+    assert webhook_signing.verify(SECRET.encode(), post.body, post.headers)
+    assert not webhook_signing.verify(b"another key", post.body, post.headers)
     assert b"next retry at 2026-11-24T04:00:00+00:00" in post.body
     assert b'"condition":"backoff"' in post.body
     assert json.loads(post.body)["id"] == Notification.objects.get().pk  # receivers dedup on it

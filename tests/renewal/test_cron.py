@@ -1,4 +1,4 @@
-"""issuance/cron.py: the parser against hand-checked cases, the fast search against a
+"""issuance/timing/cron.py: the parser against hand-checked cases, the fast search against a
 minute-by-minute scan (property-based), and DST in a real time zone."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from issuance import cron
+from issuance.timing import cron
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

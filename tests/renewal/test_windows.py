@@ -11,12 +11,13 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from issuance import actions, cron
 from issuance.controllers.certificate_policy import compute_renewal_time
 from issuance.models import Certificate, CertificateState, Secret
+from issuance.operations import actions
 from issuance.pki.x509 import cert_info
-from issuance.renewal import Window, first_in_windows, windows_of
 from issuance.specs import SpecError, validate_certificate_spec
+from issuance.timing import cron
+from issuance.timing.renewal import Window, first_in_windows, windows_of
 from tests.controllers.helpers import step
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.helpers import drain
@@ -209,7 +210,7 @@ def test_page_shows_windows_and_disabled_policy(role_users: dict[str, Any]) -> N
     client = Client()
     client.force_login(role_users["viewer"])
     windowed = client.get(reverse("web:certificate-detail", args=["windowed"])).content.decode()
-    assert "<code>0 22 * * sat</code> Europe/Berlin for 4h" in windowed
+    assert "<code>0 22 * * sat</code> Europe/Berlin for 4 hours" in windowed
     assert "renewal-disabled" not in windowed
     off = client.get(reverse("web:certificate-detail", args=["off"])).content.decode()
     assert "renewal-disabled" in off and "Renewal windows" not in off

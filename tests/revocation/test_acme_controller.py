@@ -15,12 +15,12 @@ from cryptography.hazmat.primitives import serialization
 from django.utils import timezone
 from josepy.jwk import JWK
 
-from issuance import actions
+from issuance.acme import health, ratelimit
+from issuance.acme.accounts import ensure_account_key, forget_clients
 from issuance.controllers import revocations
-from issuance.controllers.acme import health, ratelimit
-from issuance.controllers.acme.accounts import ensure_account_key, forget_clients
 from issuance.controllers.base import TemporaryError
 from issuance.models import Certificate, Event, Issuer, Revocation, RevocationState, Secret
+from issuance.operations import actions
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key, load_stored_private_key, private_key_to_pem
 from issuance.pki.signing import sign_csr

@@ -143,7 +143,7 @@ def test_key_is_rotated_even_with_rotation_policy_never(ca: Issuer) -> None:
     drain()
     cert = Certificate.objects.get(name="pinned")
     before = load_leaf(leaf_pem(cert)).public_key()
-    from issuance import actions
+    from issuance.operations import actions
 
     actions.revoke(cert, "superseded", actor="alice")
     drain()

@@ -17,7 +17,7 @@ from django.db.models import Count
 from django.utils import timezone
 from pytest_django import Settings
 
-from issuance import scheduler
+from issuance.controllers import scheduler
 from issuance.models import Challenge
 from tests.factories import make_acme_issuer, make_challenge, make_order
 

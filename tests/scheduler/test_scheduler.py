@@ -8,9 +8,9 @@ import pytest
 from django.utils import timezone
 from pytest_django import Settings
 
-from issuance import scheduler
+from issuance.controllers import scheduler
+from issuance.controllers.scheduler import Candidate, allocate, format_timeout
 from issuance.models import Challenge, Event, Order
-from issuance.scheduler import Candidate, allocate, format_timeout
 from tests.factories import make_acme_issuer, make_challenge, make_order, queue
 
 pytestmark = pytest.mark.django_db

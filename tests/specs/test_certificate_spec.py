@@ -18,9 +18,15 @@ from issuance.specs import (
 from issuance.specs.outcome import Outcome
 from tests.factories import make_selfsigned_issuer
 
-# From cert-manager's documentation (usage/certificate), minus keystores/secretTemplate.
+# From cert-manager's documentation (usage/certificate), minus keystores.
 CERT_MANAGER_EXAMPLE = """
 secretName: example-com-tls
+secretTemplate:
+  annotations:
+    my-secret-annotation-1: "foo"
+    my-secret-annotation-2: "bar"
+  labels:
+    my-secret-label: foo
 duration: 2160h # 90d
 renewBefore: 360h # 15d
 isCA: false
@@ -69,7 +75,15 @@ def test_cert_manager_example_is_accepted_as_is() -> None:
     assert out["secretName"] == "example-com-tls"
     assert out["privateKey"] == spec["privateKey"]
     assert out["subject"] == {"organizations": ["jetstack"]}
-    for key in ("dnsNames", "uris", "emailAddresses", "ipAddresses", "usages", "issuerRef"):
+    for key in (
+        "dnsNames",
+        "uris",
+        "emailAddresses",
+        "ipAddresses",
+        "usages",
+        "issuerRef",
+        "secretTemplate",
+    ):
         assert out[key] == spec[key], key
     # Normalizing twice changes nothing (apply relies on this for "unchanged").
     assert validate(dict(out)) == out
@@ -99,7 +113,26 @@ def test_defaults_and_normalization() -> None:
         ({"privateKey": {"encoding": "DER"}}, "spec.privateKey.encoding"),
         ({"subject": {"countries": ["Germany"]}}, "spec.subject.countries[0]"),
         ({"subject": {"title": "x"}}, "spec.subject.title"),
-        ({"secretTemplate": {"labels": {}}}, "spec.secretTemplate"),
+        ({"secretTemplate": {"labels": []}}, "spec.secretTemplate.labels"),
+        ({"secretTemplate": {"labels": {"a b": "x"}}}, "spec.secretTemplate.labels[a b]"),
+        ({"secretTemplate": {"labels": {"team": "a b"}}}, "spec.secretTemplate.labels[team]"),
+        ({"secretTemplate": {"labels": {"n": 1}}}, "spec.secretTemplate.labels[n]"),
+        (
+            {"secretTemplate": {"annotations": {"cert-manager.io/issuer-name": "x"}}},
+            "spec.secretTemplate.annotations[cert-manager.io/issuer-name]",
+        ),
+        ({"secretTemplate": {"owner": {}}}, "spec.secretTemplate.owner"),
+        ({"otherNames": [{"oid": "1.2.3"}]}, "spec.otherNames[0].utf8Value"),
+        ({"otherNames": [{"oid": "3.1", "utf8Value": "x"}]}, "spec.otherNames[0].oid"),
+        (
+            {"isCA": True, "nameConstraints": {"permitted": {"ipRanges": ["10.0.0.0/33"]}}},
+            "spec.nameConstraints.permitted.ipRanges[0]",
+        ),
+        (
+            {"isCA": True, "nameConstraints": {"excluded": {"dnsDomains": ["a..b"]}}},
+            "spec.nameConstraints.excluded.dnsDomains[0]",
+        ),
+        ({"isCA": True, "nameConstraints": {"permitted": {}}}, "spec.nameConstraints"),
         ({"additionalOutputFormats": [{"type": "JKS"}]}, "spec.additionalOutputFormats[0].type"),
         ({"keystores": {"jks": {"create": True}}}, "spec.keystores.jks.passwordSecretRef"),
         (

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from issuance.acme.issuer_spec import MAX_FALLBACKS
 from issuance.specs import SpecError, apply_issuer, validate_issuer_spec
-from issuance.specs.acme import MAX_FALLBACKS
-from issuance.specs.secrets import read_secret_value
+from issuance.specs.secret_refs import read_secret_value
 
 
 def problems(spec: dict[str, Any]) -> list[str]:

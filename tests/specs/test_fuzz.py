@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from issuance.durations import parse_duration
 from issuance.shapes import CertificateSpec
 from issuance.specs import SpecError, validate_certificate_spec
+from issuance.timing.durations import parse_duration
 
 # An independent statement of what we accept: RFC 1123 labels, optional "*." first.
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"

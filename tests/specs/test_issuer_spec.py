@@ -18,7 +18,7 @@ from issuance.pki.x509 import cert_info
 from issuance.specs import SpecError, apply_issuer, apply_issuer_ex, validate_issuer_spec
 from issuance.specs.issuer import APPROVAL_POLICY_FIELDS
 from issuance.specs.outcome import Outcome
-from issuance.specs.secrets import SecretRefError, read_secret_value
+from issuance.specs.secret_refs import SecretRefError, read_secret_value
 
 LETSENCRYPT_STAGING = """
 acme:
@@ -127,7 +127,7 @@ def test_ca_bundle_raw_pem_is_stored_base64() -> None:
     [
         (
             {"acme": {"server": "https://a.test", "disableAccountKeyGeneration": True}},
-            "spec.acme.disableAccountKeyGeneration",
+            "spec.acme.privateKeySecretRef",
         ),
         ({"acme": {"server": "https://a.test", "solvers": [{}]}}, "spec.acme.solvers[0]"),
         (
@@ -141,7 +141,7 @@ def test_ca_bundle_raw_pem_is_stored_base64() -> None:
                     "solvers": [{"dns01": {"webhook": {"groupName": "g"}}}],
                 }
             },
-            "spec.acme.solvers[0].dns01.webhook.url",
+            "spec.acme.solvers[0].dns01.webhook.solverName",
         ),
         (
             {

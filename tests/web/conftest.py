@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from django.contrib.auth.models import User
@@ -35,3 +35,22 @@ def issuer(db: None) -> Issuer:
 def fast_password_hashing(settings: Settings) -> None:
     # Role users are created per test; PBKDF2 would dominate the run time.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def django_admin_on(settings: Settings) -> Iterator[None]:
+    """ENABLE_DJANGO_ADMIN=1 for one test: /admin/ is routed when the URLconf is loaded, so
+    it is loaded again with the setting on, and again after the test with it off."""
+    import importlib
+
+    from django.urls import clear_url_caches
+
+    import console.urls
+
+    settings.ENABLE_DJANGO_ADMIN = True
+    clear_url_caches()
+    importlib.reload(console.urls)
+    yield
+    settings.ENABLE_DJANGO_ADMIN = False
+    clear_url_caches()
+    importlib.reload(console.urls)

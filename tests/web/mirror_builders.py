@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from issuance.clusters.retry import next_retry
+from issuance.kubernetes.certmanager.retry import next_retry
 from issuance.models import Cluster, ClusterEvent, ClusterResource, MirroredKind
 from tests import factories
 from tests.factories import csr_pem

@@ -10,8 +10,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from issuance import bulk
-from issuance.controllers.acme import health
+from issuance.acme import health
 from issuance.models import (
     BulkAction,
     BulkItem,
@@ -21,6 +20,7 @@ from issuance.models import (
     Issuer,
     Secret,
 )
+from issuance.operations import bulk
 from issuance.specs.certificate import apply_certificate_ex
 from tests.factories import make_certificate, make_selfsigned_issuer
 from tests.helpers import drain
@@ -77,8 +77,8 @@ def test_edit_form_is_prefilled(client_for: ClientFor, issuer: Issuer) -> None:
     issued("web", issuer, renewBefore="720h")
     html = client_for("operator").get("/certificates/web/edit/").content.decode()
     assert "web.example.test</textarea>" in html
-    assert 'value="720h0m0s"' in html  # as stored: normalized
-    assert 'value="2160h0m0s"' in html
+    assert 'value="30 days"' in html  # stored as 720h0m0s, shown as people read it
+    assert 'value="90 days"' in html
     assert "disabled" in html  # the name cannot be changed
 
 
@@ -127,8 +127,9 @@ def test_edit_preview_shows_field_errors_next_to_the_field(
     client_for: ClientFor, issuer: Issuer
 ) -> None:
     cert = issued("web", issuer)
-    html = preview(client_for("operator"), cert, dns_names="not a name!")
-    assert "spec.dnsNames[0]" in html
+    html = preview(client_for("operator"), cert, dns_names="web.example.test\nnot a name!")
+    assert "DNS name 2: " in html  # the line, in the form's words (not spec.dnsNames[1])
+    assert "spec.dnsNames" not in html
     assert 'id="edit-preview"' not in html
 
 

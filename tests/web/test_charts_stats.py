@@ -15,7 +15,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from console.web.charts import expiry_chart, renewals_chart, y_tick_values
 from issuance.models import Certificate, Event, Issuer
+from issuance.observability.stats import ExpiryBucket, RenewalDay, RenewalStats, Stats
 from tests.factories import make_certificate, make_selfsigned_issuer
 
 pytestmark = pytest.mark.django_db
@@ -87,16 +89,22 @@ def test_dashboard_draws_three_charts(
 ) -> None:
     html = client_for("viewer").get("/").content.decode()
     renewals = _figure(html, "renewals")
-    # day 0: alpha; day 3: alpha + beta stacked; day 89: beta.
-    assert sorted(_bars(renewals)) == ["chart-s0", "chart-s0", "chart-s1", "chart-s1"]
+    # day 0: alpha; day 3: alpha + beta stacked; day 89: beta; drawn twice (wide, and
+    # compact for phones).
+    assert sorted(_bars(renewals)) == ["chart-s0"] * 4 + ["chart-s1"] * 4
+    assert 'class="chart-svg chart-svg-compact" viewBox="0 0 440 180"' in renewals
     assert "<title" in renewals and "<desc" in renewals and 'role="img"' in renewals
     assert "6 renewals in the next 90 days" in renewals
     assert "busiest day is 2030-03-13 with 3" in renewals and "1 overdue" in renewals
-    assert "<details" in renewals and '<th scope="row">2030-06-07</th>' in renewals
+    assert (
+        "<details" in renewals and '<th scope="row" data-label="Date">2030-06-07</th>' in renewals
+    )
 
     expiry = _figure(html, "expiry")
     # expired, <7, 7-30, 60-90, >90 (30-60 is empty: no bar).
-    assert _bars(expiry) == ["chart-e0", "chart-e1", "chart-e2", "chart-e4", "chart-e5"]
+    # (drawn twice: wide, and compact with short axis labels for phones)
+    assert _bars(expiry) == ["chart-e0", "chart-e1", "chart-e2", "chart-e4", "chart-e5"] * 2
+    assert ">30–60d</text>" in expiry
     assert "8 issued certificates; 3 expired or expiring within 7 days" in expiry
     assert "1 not issued yet" in expiry
 
@@ -114,7 +122,8 @@ def test_stacked_bar_heights_follow_the_counts(
     ]
     # The axis tops at 5 for a busiest day of 3, over a plot 150 units high: 30 a renewal
     # (day 0: 2 alpha; day 3: 1 alpha + 2 beta; day 89: 1 beta).
-    assert sorted(heights) == pytest.approx([30.0, 30.0, 60.0, 60.0])
+    # (each twice: the renewals chart's wide and compact drawings).
+    assert sorted(heights) == pytest.approx([30.0] * 4 + [60.0] * 4)
     assert re.search(r'<text [^>]*text-anchor="end"[^>]*>5</text>', html)  # the axis top
 
 
@@ -218,3 +227,50 @@ def test_query_counts_do_not_grow(
     _make(100, make_selfsigned_issuer("hundred"))
     assert counts() == few
     assert few[0] == 3  # the three grouped queries
+
+
+@pytest.mark.parametrize(
+    ("top", "ticks"),
+    [
+        (1, [0, 1]),
+        (2, [0, 1, 2]),
+        (5, [0, 1, 2, 3, 4, 5]),
+        (10, [0, 5, 10]),
+        (20, [0, 10, 20]),
+        (50, [0, 10, 20, 30, 40, 50]),
+        (100, [0, 50, 100]),
+        (500, [0, 100, 200, 300, 400, 500]),
+    ],
+)
+def test_y_ticks_are_evenly_spaced_whole_numbers(top: int, ticks: list[int]) -> None:
+    assert y_tick_values(top) == ticks
+
+
+def test_y_axis_of_a_busiest_day_of_3_counts_0_to_5_by_ones(
+    dataset: None, client_for: Callable[[str | None], Client]
+) -> None:
+    html = client_for("viewer").get("/partials/dashboard/charts/").content.decode()
+    renewals = _figure(html, "renewals")
+    full = renewals[: renewals.index("chart-svg-compact")]
+    labels = re.findall(r'<text [^>]*text-anchor="end"[^>]*>(\d+)</text>', full)
+    assert labels == ["0", "1", "2", "3", "4", "5"]  # not 0, 2, 5
+
+
+def test_chart_summaries_are_pluralised() -> None:
+    day = TODAY.date()
+    stats = Stats(
+        generated_at=NOW,
+        renewals=RenewalStats(
+            day,
+            ("alpha",),
+            tuple(RenewalDay(day + timedelta(d), (int(d == 0),)) for d in range(90)),
+            0,
+        ),
+        expiry=(ExpiryBucket("gt90", "> 90 days", 1),),
+        without_certificate=0,
+        issuance=(),
+    )
+    renewals = renewals_chart(stats).summary
+    expiry = expiry_chart(stats).summary
+    assert renewals.startswith("1 renewal in the next 90 days"), renewals
+    assert expiry.startswith("1 issued certificate;"), expiry

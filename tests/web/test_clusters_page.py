@@ -116,16 +116,6 @@ def test_contexts_are_offered_from_the_kubeconfig(client_for: ClientFor) -> None
     )
 
 
-@pytest.mark.parametrize("role", ["viewer", "operator", "approver", "nobody"])
-def test_only_admins_add_edit_delete(client_for: ClientFor, role: str) -> None:
-    make_cluster("prod")
-    client = client_for(role)
-    assert client.post("/new-cluster/", _form(name="other")).status_code == 403
-    assert client.post("/clusters/prod/edit/", _form()).status_code == 403
-    assert client.post("/clusters/prod/delete/").status_code == 403
-    assert Cluster.objects.count() == 1
-
-
 def test_forms_need_the_csrf_token(role_users: dict[str, User]) -> None:
     make_cluster("prod")
     client = Client(enforce_csrf_checks=True)
@@ -219,6 +209,10 @@ def test_check_now_clears_checked_at_for_operators_in_scope(
     scoped = Client()
     scoped.force_login(scoped_user("team-op", "operator", (prod, "team-a")))
     assert scoped.post("/clusters/other/check/").status_code == 404
+    # As in the API: a re-check needs the operator role for the whole cluster.
+    refused = scoped.post("/clusters/prod/check/")
+    assert refused.status_code == 403
+    assert "operator role for all of cluster prod" in refused.content.decode()
     other.refresh_from_db()
     assert other.checked_at is not None
 
@@ -253,7 +247,7 @@ def test_backoff_change_recomputes_next_retries(client_for: ClientFor) -> None:
     )
     cert.refresh_from_db()
     try:
-        mirror = importlib.import_module("issuance.clusters.mirror")
+        mirror = importlib.import_module("issuance.kubernetes.certmanager.mirror")
     except ImportError:
         mirror = None
     if mirror is not None and hasattr(mirror, "recompute_retries"):
@@ -280,3 +274,31 @@ def test_cluster_page_lists_issuers_within_the_scope(client_for: ClientFor) -> N
     whole = Client()
     whole.force_login(scoped_user("prod-viewer", "viewer", (prod, "")))
     assert whole.get("/clusters/prod/clusterissuers/letsencrypt/").status_code == 200
+
+
+def test_an_in_cluster_cluster_is_edited_without_a_kubeconfig(client_for: ClientFor) -> None:
+    cluster = Cluster.objects.create(name="local", in_cluster=True)
+    admin = client_for("admin")
+    form = {"name": "local", "kubeconfig": "", "context": ""}
+    response = admin.post(
+        "/clusters/local/edit/",
+        {**form, "min_backoff_seconds": "60", "max_backoff_seconds": "600"},
+    )
+    assert response.status_code == 302
+    cluster.refresh_from_db()
+    assert (cluster.min_backoff_seconds, cluster.max_backoff_seconds) == (60, 600)
+    assert cluster.in_cluster and cluster.kubeconfig_ciphertext == ""
+    response = admin.post(
+        "/clusters/local/edit/",
+        {**form, "context": "x", "min_backoff_seconds": "60", "max_backoff_seconds": "600"},
+    )
+    assert "no kubeconfig context" in str(response.context["form"].errors["context"])
+    # A kubeconfig makes it a kubeconfig cluster.
+    response = admin.post(
+        "/clusters/local/edit/",
+        _form(name="local", kubeconfig=kubeconfig_text("other"), context="other"),
+    )
+    assert response.status_code == 302
+    cluster.refresh_from_db()
+    assert not cluster.in_cluster and cluster.context == "other"
+    assert TOKEN in cluster.kubeconfig

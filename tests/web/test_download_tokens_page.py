@@ -23,8 +23,9 @@ def test_page_roles_shown_once_and_revoke(
     page = operator.get("/certificates/web/downloads/")
     assert page.status_code == 200 and b"No download tokens yet" in page.content
     created = operator.post(
-        "/certificates/web/downloads/", {"name": "web1", "keystore_password": "pw"}
+        "/certificates/web/downloads/", {"name": "web1", "keystore_password": "pw"}, follow=True
     )
+    assert created.redirect_chain == [("/certificates/web/downloads/", 302)]
     assert created.status_code == 200
     token = DownloadToken.objects.get()
     text = created.context["token_text"]

@@ -15,7 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from issuance.controllers.acme import health
+from issuance.acme import health
 from issuance.models import CertificateRequest, Event, Issuer, Secret
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key, private_key_to_pem

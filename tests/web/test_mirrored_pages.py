@@ -13,7 +13,6 @@ from django.contrib.auth.models import User
 from django.test import Client
 from pytest_django import DjangoAssertNumQueries
 
-from issuance.clusters import actions as cluster_actions
 from issuance.models import Cluster, ClusterAction, Issuer, MirroredKind
 from tests.factories import make_certificate, scoped_user
 from tests.web.builders import ready_certificate
@@ -31,11 +30,6 @@ pytestmark = pytest.mark.django_db
 ClientFor = Callable[[str | None], Client]
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
-# The real issuance/clusters/actions.py (the actions helper's) replaces the stub at merge.
-needs_real_actions = pytest.mark.skipif(
-    "STUB" in (cluster_actions.__doc__ or ""),
-    reason="needs the actions helper's issuance/clusters/actions.py (stub on this branch)",
-)
 CERT_URL = "/clusters/prod/team-a/certificates/web/"
 
 
@@ -299,7 +293,6 @@ def test_bad_decision_reason_names_the_field_and_queues_nothing(
     assert not ClusterAction.objects.exists()
 
 
-@needs_real_actions
 def test_force_renew_queues_a_cluster_action(client_for: ClientFor, prod: Cluster) -> None:
     ready_cert(prod, "team-a", "web")
     response = client_for("operator").post(f"{CERT_URL}renew/")
@@ -314,7 +307,6 @@ def test_force_renew_queues_a_cluster_action(client_for: ClientFor, prod: Cluste
     assert action.actor == "operator"
 
 
-@needs_real_actions
 def test_approve_and_deny_queue_cluster_actions(client_for: ClientFor, prod: Cluster) -> None:
     pending_cr(prod, "team-a", "web-1", "web")
     base = "/clusters/prod/team-a/certificaterequests/web-1/"

@@ -80,6 +80,32 @@ def test_admin_adds_a_channel_a_rule_and_sends_a_test(
     assert NotificationChannel.objects.get().enabled is False
 
 
+def test_admin_adds_a_cluster_unreachable_rule_with_resolved_messages(
+    client_for: Callable[[str | None], Client],
+) -> None:
+    admin = client_for("admin")
+    assert add_channel(admin) == 302
+    page = admin.get("/notifications/")
+    assert b'name="notify_resolved"' in page.content
+    data = {"name": "outages", "channel": "ops", "condition": "cluster_unreachable"}
+    assert (
+        admin.post("/notifications/rules/new/", {**data, "notify_resolved": "on"}).status_code
+        == 302
+    )
+    assert admin.post("/notifications/rules/new/", {**data, "name": "quiet"}).status_code == 302
+    rules = {r.name: r for r in NotificationRule.objects.all()}
+    assert rules["outages"].condition == NotificationCondition.CLUSTER_UNREACHABLE
+    assert (rules["outages"].notify_resolved, rules["quiet"].notify_resolved) == (True, False)
+    assert (
+        admin.get("/notifications/").content.count(b"Cluster unreachable, and when resolved") == 1
+    )
+    # The former value is no longer offered.
+    old = admin.post(
+        "/notifications/rules/new/", {**data, "name": "old", "condition": "kube_disconnected"}
+    )
+    assert old.status_code == 400 and b"kube_disconnected is not one of" in old.content
+
+
 def test_dashboard_card_counts_failed_deliveries_and_shows_the_latest_error(
     client_for: Callable[[str | None], Client],
 ) -> None:

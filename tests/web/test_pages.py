@@ -33,18 +33,6 @@ PAGES = [
 ]
 
 
-@pytest.mark.parametrize("url", PAGES)
-def test_anonymous_is_sent_to_login(client_for: ClientFor, url: str) -> None:
-    response = client_for(None).get(url)
-    assert response.status_code == 302
-    assert response["Location"].startswith("/login/?next=")
-
-
-@pytest.mark.parametrize("url", PAGES)
-def test_user_without_role_is_forbidden(client_for: ClientFor, url: str) -> None:
-    assert client_for("nobody").get(url).status_code == 403
-
-
 def test_certificate_detail_needs_login(client_for: ClientFor, issuer: Issuer) -> None:
     ready_certificate("web", issuer)
     url = reverse("web:certificate-detail", args=["web"])
@@ -226,7 +214,7 @@ def test_approval_queue_decodes_csr(client_for: ClientFor, issuer: Issuer) -> No
     assert "node-1.example.test" in html
     assert "ECDSA 256" in html
     assert "system:node:node-1" in html  # requester
-    assert "720h" in html
+    assert "<dt>Duration</dt><dd>30 days</dd>" in html  # spec.duration 720h, in words
 
 
 def test_approval_queue_shows_undecodable_csr(client_for: ClientFor, issuer: Issuer) -> None:
@@ -262,14 +250,15 @@ def test_issuers_orders_challenges_pages(client_for: ClientFor, issuer: Issuer) 
     _, order, challenge = acme_chain(cert, acme)
     client = client_for("viewer")
 
-    issuers = client.get("/issuers/").content.decode()
+    # Long tokens carry line-break opportunities (<wbr>, the `breakable` filter) for phones.
+    issuers = client.get("/issuers/").content.decode().replace("<wbr>", "")
     assert "https://acme.example.test/acct/42" in issuers
     assert "HTTP-01: default" in issuers
     assert "DNS-01 (rfc2136): dnsZones example.test" in issuers
     assert "selfsigned" in issuers
     assert "s3cr3t-tsig-value" not in issuers  # solver secrets are never shown
 
-    orders = client.get("/orders/").content.decode()
+    orders = client.get("/orders/").content.decode().replace("<wbr>", "")
     assert order.name in orders
     assert "https://acme.example.test/order/1" in orders
     assert order.name in client.get("/orders/?state=pending").content.decode()

@@ -13,7 +13,7 @@ from pytest_django import DjangoAssertNumQueries
 
 from issuance.models import CertificateRequest, Event, Issuer
 from issuance.specs.issuer import apply_issuer
-from issuance.specs.secrets import read_secret_value
+from issuance.specs.secret_refs import read_secret_value
 from tests.factories import csr_pem
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries
 
-from issuance.controllers.acme import health
+from issuance.acme import health
 from issuance.models import CertificateRequest, Event, Issuer
 from tests.factories import csr_pem, make_certificate
 from tests.web.builders import acme_chain, backoff_certificate, ready_certificate

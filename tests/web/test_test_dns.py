@@ -23,16 +23,6 @@ def dns_issuer(db: Any) -> Issuer:
     return Issuer.objects.create(name="dnsy", kind="acme", spec=spec, due_at=timezone.now())
 
 
-@pytest.mark.parametrize("role", ["viewer", "approver", "nobody"])
-def test_test_dns_needs_the_operator_role(
-    client_for: ClientFor, dns_issuer: Issuer, role: str
-) -> None:
-    response = client_for(role).post("/issuers/dnsy/test-dns/", {"dns_name": "www.example.test"})
-    assert response.status_code == 403
-    dns_issuer.refresh_from_db()
-    assert dns_issuer.get_condition("DNSPreflight") is None
-
-
 def test_test_dns_is_post_only_and_checks_csrf(
     client_for: ClientFor, dns_issuer: Issuer, role_users: Any
 ) -> None:

@@ -89,20 +89,6 @@ def test_admins_cannot_be_scoped_nor_scoped_users_made_admin(
     assert not viewer.groups.filter(name="admin").exists()
 
 
-@pytest.mark.parametrize("role", ["viewer", "operator", "approver"])
-def test_only_admins_set_scopes(
-    client_for: Callable[[str | None], Client],
-    role_users: dict[str, User],
-    clusters: list[Cluster],
-    role: str,
-) -> None:
-    target = role_users["viewer"]
-    assert (
-        client_for(role).post(f"/users/{target.pk}/scopes/", {"scopes": "prod"}).status_code == 403
-    )
-    assert _scopes(target) == set()
-
-
 def test_a_scoped_user_loses_the_console_wide_pages(
     client_for: Callable[[str | None], Client],
     role_users: dict[str, User],

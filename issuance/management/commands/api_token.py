@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
-from issuance.apitokens import TokenError, create_token
+from issuance.access.apitokens import TokenError, create_token
 
 
 class Command(BaseCommand):

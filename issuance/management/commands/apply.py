@@ -1,8 +1,13 @@
-"""`manage.py apply -f FILE`: apply cert-manager manifests (Issuer, ClusterIssuer, Certificate).
+"""`manage.py apply -f FILE`: apply cert-manager manifests (Issuer, ClusterIssuer, Certificate)
+and the console's own notification objects (NotificationChannel, NotificationRule;
+issuance/cli/notifications.py).
 
-All documents are validated first; if any is invalid nothing is applied. Then issuers
-and certificates are applied in one transaction (issuers first), printing kubectl-style
-lines: `certificate.cert-manager.io/web created|configured|unchanged`.
+All documents are validated first; if any is invalid nothing is applied. Then they are
+applied in one transaction (issuers, certificates, channels, rules: each before what refers
+to it, whatever the order in the file), printing kubectl-style lines:
+`certificate.cert-manager.io/web created|configured|unchanged`. What Kubernetes adds to a
+stored object (`kubectl get -o yaml`: uid, status, …) is ignored with a note
+(issuance.specs.kubernetes_metadata), as the API ignores it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,10 @@ import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from issuance.models import Issuer
+from issuance.cli import notifications
+from issuance.models import Issuer, NotificationChannel
+from issuance.notifications import channel_store
+from issuance.notifications import rules as rule_store
 from issuance.specs import (
     SpecError,
     apply_certificate_ex,
@@ -27,22 +35,18 @@ from issuance.specs import (
 )
 from issuance.specs.certificate import check_name
 from issuance.specs.issuer import IssuerPlan
+from issuance.specs.kubernetes_metadata import METADATA_FIELDS, ignored_fields
 from issuance.specs.outcome import Applied
 
 API_VERSION = "cert-manager.io/v1"
-KINDS = ("Issuer", "ClusterIssuer", "Certificate")
 ISSUER_KINDS = ("Issuer", "ClusterIssuer")
+# The order they are applied in.
+KINDS = (*ISSUER_KINDS, "Certificate", *notifications.KINDS)
+API_VERSIONS = {
+    **dict.fromkeys(("Issuer", "ClusterIssuer", "Certificate"), API_VERSION),
+    **dict.fromkeys(notifications.KINDS, notifications.API_VERSION),
+}
 TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
-# metadata that means something in Kubernetes but nothing here; ignored quietly.
-QUIET_METADATA = (
-    "labels",
-    "annotations",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "managedFields",
-)
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,11 @@ class Document:
     @property
     def label(self) -> str:
         return f"document {self.index} ({self.kind}/{self.name or '?'})"
+
+    @property
+    def resource(self) -> str:
+        """kubectl's name of it: `certificate.cert-manager.io/web`."""
+        return f"{self.kind.lower()}.{API_VERSIONS[self.kind].split('/')[0]}/{self.name}"
 
 
 def _load(text: str) -> list[Any]:
@@ -73,10 +82,9 @@ def _parse(index: int, raw: Any, notes: list[str]) -> tuple[Document | None, lis
     name = str(metadata["name"]) if isinstance(metadata.get("name"), str) else ""
     label = f"document {index} ({kind or '?'}/{name or '?'})"
     problems: list[str] = []
-    if raw.get("apiVersion") != API_VERSION:
-        problems.append(
-            f"{label}: apiVersion: must be {API_VERSION} (got {raw.get('apiVersion')!r})"
-        )
+    expected = API_VERSIONS.get(str(kind), API_VERSION)
+    if raw.get("apiVersion") != expected:
+        problems.append(f"{label}: apiVersion: must be {expected} (got {raw.get('apiVersion')!r})")
     if kind not in KINDS:
         problems.append(f"{label}: kind: unsupported kind {kind!r} (one of {', '.join(KINDS)})")
     problems += [f"{label}: {key}: unsupported field" for key in raw if key not in TOP_LEVEL]
@@ -85,8 +93,10 @@ def _parse(index: int, raw: Any, notes: list[str]) -> tuple[Document | None, lis
     for key in metadata:
         if key == "namespace":
             notes.append(f"{label}: metadata.namespace ignored (the console has no namespaces)")
-        elif key != "name" and key not in QUIET_METADATA:
+        elif key not in METADATA_FIELDS:
             problems.append(f"{label}: metadata.{key}: unsupported field")
+    # What `kubectl get -o yaml` prints besides the manifest: applies, with a note.
+    notes += [f"{label}: {note}" for note in ignored_fields(raw)]
     try:
         check_name(metadata.get("name"), "metadata.name")
     except SpecError as exc:
@@ -109,12 +119,15 @@ def _os_user() -> str:
 
 class Command(BaseCommand):
     help = (
-        "Apply cert-manager Issuer, ClusterIssuer and Certificate manifests (like kubectl apply)."
+        "Apply cert-manager Issuer, ClusterIssuer and Certificate manifests, and "
+        "NotificationChannel and NotificationRule ones (like kubectl apply)."
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._plans: dict[int, IssuerPlan] = {}  # validated issuer documents, by index
+        self._rules: dict[int, dict[str, Any]] = {}  # validated rule documents, by index
+        self._channels: dict[int, channel_store.ChannelInput] = {}
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("-f", "--filename", required=True, help="YAML file, or - for stdin")
@@ -144,12 +157,12 @@ class Command(BaseCommand):
             )
         if options["dry_run"]:
             for doc in docs:
-                self.stdout.write(f"{doc.kind.lower()}.cert-manager.io/{doc.name} valid (dry run)")
+                self.stdout.write(f"{doc.resource} valid (dry run)")
             return
         with transaction.atomic():
             results = [(doc, self._apply(doc, actor)) for doc in docs]
         for doc, applied in results:
-            self.stdout.write(f"{doc.kind.lower()}.cert-manager.io/{doc.name} {applied.outcome}")
+            self.stdout.write(f"{doc.resource} {applied}")
 
     def _validate(self, raws: list[Any], notes: list[str]) -> tuple[list[Document], list[str]]:
         problems: list[str] = []
@@ -166,11 +179,25 @@ class Command(BaseCommand):
                 problems.append(f"{doc.label}: metadata.name: also defined in document {seen[key]}")
             seen.setdefault(key, doc.index)
         in_file = {d.name for d in docs if d.kind in ISSUER_KINDS}
+        channels_in_file = {d.name for d in docs if d.kind == notifications.CHANNEL}
 
         def issuer_exists(name: str) -> bool:
             return name in in_file or Issuer.objects.filter(name=name).exists()
 
+        def channel_exists(name: str) -> bool:
+            return (
+                name in channels_in_file or NotificationChannel.objects.filter(name=name).exists()
+            )
+
         for doc in docs:
+            wrong: list[tuple[str, str]] = []
+            if doc.kind == notifications.RULE:
+                self._rules[doc.index], wrong = notifications.rule_changes(doc.spec, channel_exists)
+            elif doc.kind == notifications.CHANNEL:
+                self._channels[doc.index], wrong = notifications.channel_input(doc.spec)
+            problems += [f"{doc.label}: {path}: {message}" for path, message in wrong]
+            if doc.kind in notifications.KINDS:
+                continue
             try:
                 if doc.kind in ISSUER_KINDS:
                     # Kept for _apply: an inline CA key is checked once, here.
@@ -179,11 +206,26 @@ class Command(BaseCommand):
                     validate_certificate_spec(doc.name, doc.spec, issuer_exists=issuer_exists)
             except SpecError as exc:
                 problems += [f"{doc.label}: {path}: {message}" for path, message in exc.errors]
-        # Issuers first, so certificates in the same file can refer to them.
-        docs.sort(key=lambda d: (d.kind not in ISSUER_KINDS, d.index))
+        # Issuers first, so certificates in the same file can refer to them; channels before
+        # their rules.
+        docs.sort(key=lambda d: (KINDS.index(d.kind) if d.kind not in ISSUER_KINDS else 0, d.index))
         return docs, problems
 
-    def _apply(self, doc: Document, actor: str) -> Applied[Any]:
+    def _apply(self, doc: Document, actor: str) -> str:
+        try:
+            if doc.kind == notifications.CHANNEL:
+                return channel_store.apply(doc.name, self._channels[doc.index], actor)
+            if doc.kind == notifications.RULE:
+                return rule_store.replace(doc.name, self._rules[doc.index], actor).outcome
+        except (channel_store.ChannelError, rule_store.RuleError) as exc:
+            # Validated above; this only happens if the database changed in between.
+            lines = [
+                f"  {doc.label}: spec.{path}: {message}" for path, message in exc.errors.items()
+            ]
+            raise CommandError("nothing applied:\n" + "\n".join(lines), returncode=1) from None
+        return self._apply_cert_manager(doc, actor).outcome
+
+    def _apply_cert_manager(self, doc: Document, actor: str) -> Applied[Any]:
         try:
             if doc.kind in ISSUER_KINDS:
                 return apply_issuer_ex(

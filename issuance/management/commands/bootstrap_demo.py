@@ -13,8 +13,8 @@ from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from issuance.access.roles import ADMIN
 from issuance.models import Certificate, Issuer
-from issuance.roles import ADMIN
 
 DEMO_ISSUERS: list[tuple[str, dict[str, Any]]] = [
     ("demo-selfsigned", {"selfSigned": {}}),
@@ -59,8 +59,9 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Created admin user {username!r} with password: {password}\n"
-                "  (shown once; change it with `manage.py changepassword "
-                f"{username}`)"
+                "  (shown once; at the first sign-in the console sets up its second factor, "
+                "an authenticator app's code; change the password under Security, or with "
+                f"`manage.py changepassword {username}`)"
             )
         )
 

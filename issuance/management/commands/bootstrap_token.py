@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from issuance.bootstrap.tokens import DEFAULT_TTL, TokenError, create_token, revoke
-from issuance.durations import DurationError, format_duration, parse_duration
 from issuance.models import BootstrapToken, Issuer
+from issuance.timing.durations import DurationError, format_duration, parse_duration
 
 
 def _actor(options: dict[str, Any]) -> str:

@@ -1,13 +1,14 @@
 """`manage.py cluster add|list|check|remove`: the cert-manager clusters the console mirrors.
 
     cluster add NAME --kubeconfig FILE [--context C] [--min-backoff 1h] [--max-backoff 32h]
+    cluster add NAME --in-cluster [...]   the cluster this process runs in, as its ServiceAccount
     cluster list
     cluster check NAME      discovery + access review now: API versions, missing permissions
     cluster remove NAME
 
 The kubeconfig is validated before anything is stored (an error names the field) and is
 stored encrypted; it is never printed. The worker's sync step connects to a new cluster
-within seconds (issuance/clusters/sync.py).
+within seconds (issuance/kubernetes/certmanager/sync.py).
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
-from issuance import events
-from issuance.clusters import kubeconfig
-from issuance.clusters.access import check
-from issuance.clusters.client import ClusterApi
-from issuance.durations import DurationError, format_duration, parse_duration
+from issuance.kubernetes.certmanager import kubeconfig
+from issuance.kubernetes.certmanager.cluster_api import ClusterApi
+from issuance.kubernetes.certmanager.cluster_check import check
+from issuance.kubernetes.certmanager.in_cluster import ServiceAccount
 from issuance.models import Cluster
 from issuance.models.cluster import DEFAULT_MAX_BACKOFF_SECONDS, DEFAULT_MIN_BACKOFF_SECONDS
+from issuance.observability import events
+from issuance.timing.durations import DurationError, format_duration, parse_duration
 
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -59,7 +61,13 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
         add = sub.add_parser("add", help="add a cluster (its kubeconfig is stored encrypted)")
         add.add_argument("name", help="a short name: lowercase letters, digits and '-'")
-        add.add_argument("--kubeconfig", required=True, metavar="FILE")
+        source = add.add_mutually_exclusive_group(required=True)
+        source.add_argument("--kubeconfig", metavar="FILE")
+        source.add_argument(
+            "--in-cluster",
+            action="store_true",
+            help="the cluster this console runs in, as its pod's ServiceAccount (no kubeconfig)",
+        )
         add.add_argument("--context", default="", help="default: the current-context")
         add.add_argument(
             "--min-backoff",
@@ -91,9 +99,18 @@ class Command(BaseCommand):
             )
         if Cluster.objects.filter(name=name).exists():
             raise CommandError(f"name: a cluster named {name!r} exists already")
-        text = self._read(options["kubeconfig"])
+        text, account = "", None
+        if options["in_cluster"]:
+            if options["context"]:
+                raise CommandError("context: an in-cluster cluster has no kubeconfig context")
+            account = ServiceAccount.from_environment()
+        else:
+            text = self._read(options["kubeconfig"])
         try:
-            kubeconfig.validate(text, options["context"])
+            if account is not None:
+                account.validate()
+            else:
+                kubeconfig.validate(text, options["context"])
         except kubeconfig.KubeconfigError as exc:
             raise CommandError(f"{exc.field}: {exc.message}") from None
         min_s = _seconds("min-backoff", options["min_backoff"])
@@ -109,9 +126,14 @@ class Command(BaseCommand):
                 max_backoff_seconds=max_s,
                 created_by=actor,
             )
-            cluster.kubeconfig = text
+            if account is not None:
+                cluster.in_cluster = True
+            else:
+                cluster.kubeconfig = text
             cluster.save()
             where = f", context {cluster.context}" if cluster.context else ""
+            if account is not None:
+                where = f", in-cluster as ServiceAccount of namespace {account.namespace() or '?'}"
             events.record(
                 "Cluster",
                 name,

@@ -18,8 +18,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection
 
+from issuance.acme.solvers.http01.solver import PATH_PREFIX, key_authorization_for
 from issuance.availability import DatabaseUnavailable
-from issuance.solvers.http01 import PATH_PREFIX, key_authorization_for
 
 log = logging.getLogger("issuance.http01_solver")
 

@@ -13,8 +13,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
-from issuance.kube import config
-from issuance.kube.connector import shared, shutdown
+from issuance.kubernetes.csr_connector import config
+from issuance.kubernetes.csr_connector.connector import shared, shutdown
 from issuance.worker.wakeup import local_wakeup
 
 

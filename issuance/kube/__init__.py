@@ -1,1 +1,0 @@
-"""The Kubernetes connector: CSR mirroring, write-back and signing; Secret export."""
