@@ -212,6 +212,9 @@ elif _db["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE
     # persistent connections (CONN_MAX_AGE) never get reused there and every request paid for
     # a new PostgreSQL backend (fork, authentication, catalog caches): measured as ~1/4 of the
     # database's CPU during bulk issuance. DATABASE_POOL_MAX_SIZE=0 turns the pool off.
+    # Django's backend, except that a pool timeout with the database answering means a busy
+    # pool, not an outage: the caller waits again (issuance.pooled_postgresql).
+    _db["ENGINE"] = "issuance.pooled_postgresql"
     _db.setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DATABASE_POOL_MAX_SIZE,
@@ -225,7 +228,7 @@ elif _db["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE
     # Each connection taken from the pool is checked first (an empty statement, one round
     # trip): after PostgreSQL restarted, the idle ones are dead and are never handed out.
     _db["CONN_HEALTH_CHECKS"] = True
-if _db["ENGINE"] == "django.db.backends.postgresql":
+if _db["ENGINE"] in ("django.db.backends.postgresql", "issuance.pooled_postgresql"):
     # libpq waits forever for an unreachable host by default (2 s is libpq's minimum);
     # a refused or closed port fails at once anyway.
     _db.setdefault("OPTIONS", {}).setdefault("connect_timeout", 2)

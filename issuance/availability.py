@@ -129,7 +129,7 @@ class Availability:
         to a second late. Without a pool, as a request would run it."""
         pool = self._pool()
         if pool is not None:
-            return self._probe_beside(pool)
+            return reachable_beside(pool)
         connection = connections[self.alias]
         try:
             with connection.cursor() as cursor:
@@ -144,16 +144,6 @@ class Availability:
                 connection.close()
             except DatabaseError:
                 log.debug("closing the probe's broken connection failed", exc_info=True)
-
-    def _probe_beside(self, pool: Any) -> bool:
-        try:
-            with psycopg.connect(pool.conninfo, **pool.kwargs) as conn:
-                conn.execute("SELECT 1")
-            return True
-        except psycopg.Error as exc:
-            if not is_unavailable_error(exc):
-                log.warning("database probe failed: %s", one_line(exc))
-            return False
 
     def _up(self) -> None:
         with self._lock:
@@ -242,6 +232,20 @@ class Availability:
         if prober is not None:
             prober.join(timeout)
         return self._down_since is None
+
+
+def reachable_beside(pool: Any) -> bool:
+    """Does the database answer a statement on a connection opened beside the pool, with
+    the pool's parameters? (The prober's probe; also how issuance.pooled_postgresql tells
+    a busy pool from an unreachable database.)"""
+    try:
+        with psycopg.connect(pool.conninfo, **pool.kwargs) as conn:
+            conn.execute("SELECT 1")
+        return True
+    except psycopg.Error as exc:
+        if not is_unavailable_error(exc):
+            log.warning("database probe failed: %s", one_line(exc))
+        return False
 
 
 def _pool_size(pool: Any) -> int:

@@ -148,3 +148,52 @@ def test_the_probe_connects_beside_the_pool(pg: PgServer, alias: str) -> None:
     pg.start()
     assert availability.probe()
     assert pool.get_stats()["requests_num"] == asked, "the probe took a pooled connection"
+
+
+def _every_connection_held(alias: str) -> list[HeldAcrossTheOutage]:
+    """Threads holding as many pooled connections as the pool may open."""
+    wrapper: Any = connections[alias]
+    return [HeldAcrossTheOutage(alias) for _ in range(wrapper.pool.max_size)]
+
+
+def test_a_busy_pool_with_the_database_up_is_waited_for_not_an_outage(
+    pg: PgServer, alias: str
+) -> None:
+    """Every connection in use, one handed back after more than the pool's timeout: the
+    next caller waits and runs its statement (issuance.pooled_postgresql), where the pool
+    alone raised its timeout, a 503 with the database up."""
+    wrapper: Any = connections[alias]
+    timeout = wrapper.pool.timeout
+    held = _every_connection_held(alias)
+    handed_back = threading.Timer(timeout * 2, held[0].hand_back)
+    started = time.monotonic()
+    handed_back.start()
+    try:
+        select_one(alias)
+        waited = time.monotonic() - started
+    finally:
+        handed_back.join()
+        for thread in held[1:]:
+            thread.hand_back()
+    assert waited >= timeout * 2, (waited, timeout)
+
+
+def test_a_busy_pool_with_the_database_gone_is_an_outage_after_the_timeout(
+    pg: PgServer, alias: str
+) -> None:
+    """The same busy pool while the server is stopped: the caller's own connection is
+    refused, so the timeout stands (a 503 after it, not BUSY_LIMIT later)."""
+    wrapper: Any = connections[alias]
+    timeout = wrapper.pool.timeout
+    held = _every_connection_held(alias)
+    pg.stop()
+    started = time.monotonic()
+    try:
+        with pytest.raises(DatabaseError) as failure:
+            select_one(alias)
+        waited = time.monotonic() - started
+    finally:
+        for thread in held:
+            thread.hand_back()
+    assert is_unavailable_error(failure.value)
+    assert timeout <= waited < timeout + 2, (waited, timeout)

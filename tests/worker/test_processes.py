@@ -24,7 +24,13 @@ from django.conf import settings
 from django.db import connection
 
 from issuance.controllers import faults
-from issuance.models import Certificate, CertificateRequest, CertificateState, Secret
+from issuance.models import (
+    Certificate,
+    CertificateRequest,
+    CertificateState,
+    Secret,
+    WorkerBeat,
+)
 from issuance.pki.x509 import cert_info
 from tests.controllers.helpers import csr_key_der
 from tests.factories import make_certificate, make_selfsigned_issuer
@@ -109,17 +115,25 @@ def test_sigterm_stops_cleanly(procs: list[subprocess.Popen[str]]) -> None:
 
 def test_wakeup_via_notify(procs: list[subprocess.Popen[str]]) -> None:
     """An idle worker picks up new work at once (NOTIFY), not after its 30 s cap."""
+    from issuance.worker.loop import IDLE_CAP
+    from issuance.worker.wakeup import notify_workers
+
     issuer = make_selfsigned_issuer()
     proc = start("--threads", "1")
     procs.append(proc)
-    time.sleep(2)  # idle
-    from issuance.worker.wakeup import notify_workers
+    # Idle: its first beat is written as its loop starts, and with nothing to do the first
+    # pass ends within milliseconds. (A fixed sleep was not enough on a loaded machine: the
+    # process was still importing, and its start-up counted as the wake-up's time.)
+    wait_for(lambda: WorkerBeat.objects.filter(pid=proc.pid).exists(), 60, "the worker's beat")
+    time.sleep(1)
 
     t0 = time.monotonic()
     make_certificate("late", issuer, privateKey=EC)
     notify_workers()
-    wait_for(lambda: all_ready(1), 20, "the late certificate Ready", poll=0.2)
-    assert time.monotonic() - t0 < 10
+    wait_for(lambda: all_ready(1), IDLE_CAP, "the late certificate Ready", poll=0.2)
+    # Without the NOTIFY the worker would look again only at its cap, IDLE_CAP after it
+    # went idle: half of it tells the two apart, with room for a slow issuance.
+    assert time.monotonic() - t0 < IDLE_CAP / 2
 
 
 def test_once_drains_and_exits() -> None:
