@@ -31,7 +31,7 @@ from issuance.acme.solvers import usability
 from issuance.controllers.base import Result, TemporaryError
 from issuance.controllers.dbutil import guarded
 from issuance.issuers.base import SignOutcome, SignState
-from issuance.issuers.local import SigningError, requested_duration
+from issuance.issuers.local import SigningError, requested_duration, shortened_message
 from issuance.models import (
     CertificateRequest,
     Event,
@@ -44,7 +44,6 @@ from issuance.observability import events
 from issuance.pki.csr import CSRError, parse_csr
 from issuance.pki.x509 import load_leaf, split_pem_chain
 from issuance.shapes import IssuerRef, OrderSpec
-from issuance.timing.durations import describe_duration
 from issuance.worker import wakeup
 
 log = logging.getLogger("issuance.acme.issuer")
@@ -311,11 +310,11 @@ def _shortened_by_server(request: CertificateRequest, chain_pem: str) -> str:
         return ""
     if left >= asked - SHORTENED_TOLERANCE:
         return ""
-    shown = timedelta(minutes=max(int(left.total_seconds() // 60), 0))
-    return (
-        f"Signed for {describe_duration(shown)} instead of the requested "
-        f"{describe_duration(asked)}: the ACME server decides how long a certificate lives "
-        "(an ACME order cannot ask for a duration)"
+    return shortened_message(
+        left,
+        asked,
+        "the ACME server decides how long a certificate lives (an ACME order cannot ask for "
+        "a duration)",
     )
 
 

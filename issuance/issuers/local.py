@@ -85,8 +85,13 @@ def shortened(
         )
     if given >= asked:
         return ""
-    # Whole minutes: the CA's expiry makes an odd remainder nobody needs to read.
-    shown = timedelta(minutes=int(given.total_seconds() // 60))
+    return shortened_message(given, asked, why)
+
+
+def shortened_message(given: timedelta, asked: timedelta, why: str) -> str:
+    """The DurationCapped message, for every issuer kind. Whole minutes: a CA's expiry, or
+    the time since an ACME server signed, makes an odd remainder nobody needs to read."""
+    shown = timedelta(minutes=max(int(given.total_seconds() // 60), 0))
     return (
         f"Signed for {describe_duration(shown)} instead of the requested "
         f"{describe_duration(asked)}: {why}"

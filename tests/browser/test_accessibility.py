@@ -120,6 +120,10 @@ NOT_PAGES = {
 
 
 # Pages whose script renders their content after loading: checked once this is there.
+# Swagger UI fetches the whole schema (112 operations; 0.6 s to serve on an idle machine)
+# and builds its page in the browser: on a CI machine running both test passes at once,
+# that once took longer than the pages' 15 s default.
+SCRIPT_RENDER_TIMEOUT_MS = 90_000
 RENDERED_BY_SCRIPT = {
     "api-docs": "#operations-tag-certificates",  # Swagger UI, once it has fetched the schema
 }
@@ -318,7 +322,7 @@ def test_every_page_accessible_in_both_schemes_and_sizes(
         assert response is not None
         assert response.status == 200, f"{name}: {path} answered {response.status}"
         if name in RENDERED_BY_SCRIPT:
-            page.wait_for_selector(RENDERED_BY_SCRIPT[name])
+            page.wait_for_selector(RENDERED_BY_SCRIPT[name], timeout=SCRIPT_RENDER_TIMEOUT_MS)
         findings.check(page, name)
     for name, path, form, fields, shown in FORM_STATES:
         page.goto(path)
