@@ -9,7 +9,7 @@ import socket
 import ssl
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from aiosmtpd.controller import Controller
@@ -26,10 +26,9 @@ def _context(chain_pem: str, key_pem: str) -> ssl.SSLContext:
 
 
 @contextlib.contextmanager
-def tls_server(chain_pem: str, key_pem: str) -> Iterator[int]:
-    """Serve the chain with the key on 127.0.0.1; yields the port. Each connection gets a
-    handshake, then is closed."""
-    context = _context(chain_pem, key_pem)
+def _serving(handle: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A listener on 127.0.0.1 whose thread hands each connection to `handle` (which must
+    close it); yields the port."""
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.2)
     stop = threading.Event()
@@ -43,11 +42,7 @@ def tls_server(chain_pem: str, key_pem: str) -> Iterator[int]:
             except OSError:
                 return
             conn.settimeout(5)
-            try:
-                with context.wrap_socket(conn, server_side=True):
-                    pass
-            except (OSError, ssl.SSLError):
-                conn.close()
+            handle(conn)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -57,6 +52,23 @@ def tls_server(chain_pem: str, key_pem: str) -> Iterator[int]:
         stop.set()
         thread.join(5)
         listener.close()
+
+
+@contextlib.contextmanager
+def tls_server(chain_pem: str, key_pem: str) -> Iterator[int]:
+    """Serve the chain with the key on 127.0.0.1; yields the port. Each connection gets a
+    handshake, then is closed."""
+    context = _context(chain_pem, key_pem)
+
+    def handshake(conn: socket.socket) -> None:
+        try:
+            with context.wrap_socket(conn, server_side=True):
+                pass
+        except (OSError, ssl.SSLError):
+            conn.close()
+
+    with _serving(handshake) as port:
+        yield port
 
 
 class _Box:
@@ -119,9 +131,6 @@ def starttls_line_server(
     """A small IMAP or POP3 server: its greeting, then STARTTLS (IMAP `a1 STARTTLS`, POP3
     `STLS`) answered with the go-ahead and a TLS handshake, or refused (`offer=False`)."""
     context = _context(chain_pem, key_pem)
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
-    stop = threading.Event()
     greeting = b"* OK IMAP4rev1 ready\r\n" if protocol == "imap" else b"+OK POP3 ready\r\n"
 
     def answer(command: bytes) -> bytes:
@@ -130,32 +139,18 @@ def starttls_line_server(
             return tag + (b" OK Begin TLS now\r\n" if offer else b" BAD STARTTLS unknown\r\n")
         return b"+OK Begin TLS\r\n" if offer else b"-ERR STLS unknown\r\n"
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            conn.settimeout(5)
-            try:
-                conn.sendall(greeting)
-                command = conn.recv(1024)
-                conn.sendall(answer(command))
-                if offer:
-                    with context.wrap_socket(conn, server_side=True):
-                        pass
-            except (OSError, ssl.SSLError):
-                pass
-            finally:
-                conn.close()
+    def converse(conn: socket.socket) -> None:
+        try:
+            conn.sendall(greeting)
+            command = conn.recv(1024)
+            conn.sendall(answer(command))
+            if offer:
+                with context.wrap_socket(conn, server_side=True):
+                    pass
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            conn.close()
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(5)
-        listener.close()
+    with _serving(converse) as port:
+        yield port
