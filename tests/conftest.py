@@ -86,10 +86,14 @@ def random_order_seed(config: pytest.Config) -> str | None:
 # run with load average ~16 on 2 cores, seed 1111). In a random order one of them could
 # start last and keep one pytest-xdist process busy minutes after the others have finished;
 # so these go first (in the seed's order among themselves), then everything else.
+# The API contract runs are the longest of all (4 min idle; more than 15 min on a loaded CI
+# machine): they go first of all, whatever the seed.
+FIRST_OF_ALL = frozenset(
+    {"tests/contract/test_schemathesis_certificates.py", "tests/contract/test_schemathesis.py"}
+)
 LONGEST_FIRST = frozenset(
     {
         "kube-cert-manager",
-        "tests/contract/test_schemathesis.py",
         "tests/browser/test_clusters_ui.py",
         "tests/browser/test_accessibility.py",
         "tests/browser/test_certificates_ui.py",
@@ -108,7 +112,8 @@ LONGEST_FIRST = frozenset(
 
 class ModuleOrder:
     """Undo pytest-random-order's shuffle inside each module, keeping its order of modules;
-    keep the modules of one worker_group together; the LONGEST_FIRST units first."""
+    keep the modules of one worker_group together; the FIRST_OF_ALL units first, then the
+    LONGEST_FIRST ones."""
 
     def __init__(self) -> None:
         self.written: dict[str, int] = {}
@@ -130,6 +135,7 @@ class ModuleOrder:
             modules.setdefault(item.nodeid.split("::", 1)[0], len(modules))
         items.sort(
             key=lambda item: (
+                worker_group(item.nodeid) not in FIRST_OF_ALL,
                 worker_group(item.nodeid) not in LONGEST_FIRST,
                 groups[worker_group(item.nodeid)],
                 modules[item.nodeid.split("::", 1)[0]],
