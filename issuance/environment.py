@@ -384,7 +384,9 @@ DATABASE_POOL_TIMEOUT = register(
         NUMBER,
         "1",
         "PostgreSQL: seconds a request or worker thread waits for a pooled connection before "
-        "it gives up; during a database outage requests answer 503 after at most this.",
+        "it looks whether the database answers a connection of its own: if not, it gives up "
+        "(during a database outage requests answer 503 after about this long); if it does, "
+        "the pool was only busy and it waits again, up to 30 s in all.",
         "Database",
     )
 )
