@@ -15,7 +15,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from issuance.api.errors import PayloadTooLarge
-from issuance.api.fields import MetadataField, NameField, SpecField, StrictCharField
+from issuance.api.fields import (
+    LabelledMetadataField,
+    MetadataField,
+    NameField,
+    SpecField,
+    StrictCharField,
+)
 from issuance.api.query import QueryFilterBackend, QueryParamsMixin
 from issuance.models.base import NAME_RE
 from issuance.specs.kubernetes_metadata import ignored_fields
@@ -141,6 +147,7 @@ class IssuerWriteSerializer(ResourceWriteSerializer):
 class CertificateWriteSerializer(ResourceWriteSerializer):
     kind = kind_field("Certificate")
     spec = SpecField("CertificateSpec", help_text=SPEC_HELP)
+    metadata = LabelledMetadataField(required=False)
 
 
 class CertificateRequestWriteSerializer(ResourceWriteSerializer):

@@ -119,3 +119,30 @@ class MetadataField(ObjectField):
         except DjangoValidationError as exc:
             raise serializers.ValidationError([f"name {m}" for m in exc.messages]) from None
         return value
+
+
+class LabelledMetadataField(MetadataField):
+    """A Certificate manifest's metadata: `name`, and `labels`, which are kept (the
+    certificate's API checks them as Kubernetes does, issuance/specs/labels.py, after a
+    PATCH's merge, so that there a null value removes a label). Its schema, with the
+    labels' shape, is issuance.api.schema.LabelledMetadataExtension's."""
+
+
+def labelled_metadata_schema(labels: dict[str, Any]) -> dict[str, Any]:
+    """A Certificate write body's `metadata`: name and labels read, the rest ignored."""
+    properties: dict[str, Any] = {"name": NAME_SCHEMA, "labels": labels}
+    for key in METADATA_FIELDS:
+        properties.setdefault(key, {"description": "Ignored."})
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+class CertificateMetadataOutField(serializers.ReadOnlyField):
+    """A Certificate's metadata as answered: {name, labels} (its schema is
+    issuance.api.schema.LabelledMetadataExtension's)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", **kwargs)
+
+    def to_representation(self, value: Any) -> dict[str, Any]:
+        labels = value.labels if isinstance(value.labels, dict) else {}
+        return {"name": value.name, "labels": labels}
