@@ -231,9 +231,8 @@ class LabelledMetadataExtension(OpenApiSerializerFieldExtension):  # type: ignor
         from issuance.api.spec_schemas import labels_schema
 
         patch = direction == "request" and auto_schema.method == "PATCH"
-        labels = labels_schema(LABELS_HELP, patch=patch)
-        if patch:
-            labels["nullable"] = True
+        # null labels: none (POST, PUT), or all removed (PATCH).
+        labels = {**labels_schema(LABELS_HELP, patch=patch), "nullable": True}
         return labelled_metadata_schema(labels)
 
 
