@@ -120,7 +120,7 @@ class ResourceWriteSerializer(StrictSerializer):
         error_messages={"invalid_choice": f"must be {API_VERSION}"},
     )
     kind = kind_field()  # each resource's subclass names its kinds
-    metadata = MetadataField(required=False)
+    metadata: Any = MetadataField(required=False)  # a Certificate's also takes labels
     status = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
     createdAt = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
     updatedAt = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
