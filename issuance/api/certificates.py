@@ -293,7 +293,8 @@ NAMES_OTHERS = (
     "400 also when the body is well formed but names an issuer that does not exist "
     "(spec.issuerRef), when the merged spec breaks a rule JSON Schema cannot state (a "
     "DNS name twice, renewBefore not below duration, a cron expression that matches no "
-    "date), or when its name is not the URL's."
+    "date, a metadata.labels key that is no Kubernetes label key), or when its name is not "
+    "the URL's."
 )
 
 SecretSerializer = inline_serializer(
