@@ -419,7 +419,6 @@ def apply_certificate_ex(
     actor: str,
     create_only: bool = False,
     labels: Any = None,
-    labels_path: str = LABELS_PATH,
 ) -> Applied[Certificate]:
     """Create or update a Certificate from a spec; a changed spec bumps the generation.
 
@@ -429,16 +428,17 @@ def apply_certificate_ex(
 
     `labels` (metadata.labels, checked as Kubernetes checks them) replace the stored ones;
     None keeps them (a new Certificate has none). A change of labels alone is `configured`
-    but no new generation: as in Kubernetes, metadata.generation counts spec changes only,
-    and the certificates controller issues anew when the generation moves, so a label
-    change never starts an issuance. The labels are read when the next order picks its
-    solvers (selector.matchLabels).
+    but no new generation: labels are metadata, and as in Kubernetes metadata.generation
+    counts spec changes only. Nor does it wake the Certificate: the certificates
+    controller's trigger compares the issued certificate with the spec, which is unchanged,
+    so a label change never starts an issuance. The labels are read when the next order
+    picks its solvers (selector.matchLabels).
     """
     check_name(name)
     if create_only and certificate_exists(name):
         raise CertificateExists(name)
     label_errors = Errors()
-    new_labels = None if labels is None else validate_labels(labels, labels_path, label_errors)
+    new_labels = None if labels is None else validate_labels(labels, LABELS_PATH, label_errors)
     try:
         normalized, issuer_pk = _validate_and_lock_issuer(name, spec)
     except SpecError as exc:  # every problem at once: the labels' and the spec's
