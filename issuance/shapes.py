@@ -199,6 +199,7 @@ class CertificateSpec(CertificateNames, total=False):
 class SolverSelectorSpec(TypedDict, total=False):
     dnsNames: list[str]  # lower-cased; `*.example.com` for wildcards
     dnsZones: list[str]
+    matchLabels: dict[str, str]  # all must be on the Certificate (metadata.labels)
 
 
 class Http01Spec(TypedDict, total=False):

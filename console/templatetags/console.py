@@ -138,6 +138,13 @@ def secret_template(spec: Any, part: str) -> list[tuple[str, str]]:
 
 
 @register.filter
+def label_pairs(labels: Any) -> list[tuple[str, str]]:
+    """A Certificate's labels as sorted (key, value) pairs (`labels.items` in a template
+    would find a label called "items" instead)."""
+    return sorted(labels.items()) if isinstance(labels, dict) else []
+
+
+@register.filter
 def pretty_json(value: Any) -> str:
     # Returned as plain text: autoescape still applies in the template.
     return json.dumps(value, indent=2, sort_keys=True, default=str)

@@ -92,7 +92,7 @@ def _free_name(base: str) -> str:
 @permission_required("certificate", "create")
 def certificate_clone(request: HttpRequest, name: str) -> HttpResponse:
     """The create form prefilled from an existing certificate, with a new name; what the form
-    does not show (usages, subject, renewal windows, ...) is copied too."""
+    does not show (usages, subject, renewal windows, labels, ...) is copied too."""
     source = _get_certificate(name)
     base = {k: v for k, v in source.spec.items() if k != "secretName"}
     initial = NewCertificateForm.initial_from(_free_name(source.name), base)
@@ -102,7 +102,9 @@ def certificate_clone(request: HttpRequest, name: str) -> HttpResponse:
         spec = form.spec_over(base)
         spec["secretName"] = f"{new_name}-tls"
         try:
-            apply_certificate_ex(new_name, spec, actor=_actor(request), create_only=True)
+            apply_certificate_ex(
+                new_name, spec, actor=_actor(request), create_only=True, labels=source.labels
+            )
         except CertificateExists:
             form.add_error("name", f"a certificate named {new_name!r} already exists")
         except SpecError as exc:

@@ -163,6 +163,7 @@ class SolverValues:
     provider: str = ""
     dns_zones: str = ""
     dns_names: str = ""
+    match_labels: str = ""  # "team=payments, env=prod"
     follow_cname: bool = False
     values: dict[str, str] = field(default_factory=dict)
     secrets_set: set[str] = field(default_factory=set)
@@ -215,6 +216,16 @@ def _provider_block(
     return block
 
 
+def _match_labels(text: str) -> dict[str, str]:
+    """`key=value` items (commas or lines) as selector.matchLabels; an item without `=` is
+    a key with an empty value. The spec layer checks each key and value."""
+    out: dict[str, str] = {}
+    for item in _lines(text):
+        key, _, value = item.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def _solvers(data: Mapping[str, Any], old_solvers: list[Any]) -> list[dict[str, Any]]:
     solvers = []
     for i in range(slot_count(data)):
@@ -228,6 +239,9 @@ def _solvers(data: Mapping[str, Any], old_solvers: list[Any]) -> list[dict[str, 
             items = _lines(str(data.get(prefix + name) or ""))
             if items:
                 selector[key] = items
+        labels = _match_labels(str(data.get(prefix + "match_labels") or ""))
+        if labels:
+            selector["matchLabels"] = labels
         if selector:
             solver["selector"] = selector
         if kind == "http01":
@@ -373,6 +387,8 @@ def _solver_values(index: int, solver: Any) -> SolverValues:
     selector = solver.get("selector") or {}
     out.dns_zones = "\n".join(str(z) for z in selector.get("dnsZones") or [])
     out.dns_names = "\n".join(str(n) for n in selector.get("dnsNames") or [])
+    labels = selector.get("matchLabels") or {}
+    out.match_labels = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
     if "http01" in solver:
         out.type = "http01"
         return out
@@ -469,6 +485,7 @@ def values_from_post(data: QueryDict | Mapping[str, Any], stored: dict[str, Any]
             provider=_get(data, prefix + "provider"),
             dns_zones=str(data.get(prefix + "dns_zones") or ""),
             dns_names=str(data.get(prefix + "dns_names") or ""),
+            match_labels=str(data.get(prefix + "match_labels") or ""),
             follow_cname=bool(data.get(prefix + "follow_cname")),
         )
         for provider, fields in PROVIDERS.items():
@@ -539,7 +556,7 @@ def solver_slots(values: Mapping[str, Any], errors: Mapping[str, list[str]]) -> 
                 "groups": groups,
                 "errors": {
                     name: list(errors.get(prefix + name, []))
-                    for name in ("type", "provider", "dns_zones", "dns_names")
+                    for name in ("type", "provider", "dns_zones", "dns_names", "match_labels")
                 },
             }
         )
@@ -577,6 +594,8 @@ def _solver_field(index: int, rest: str) -> str:
         return prefix + "dns_zones"
     if rest.startswith(".selector.dnsNames"):
         return prefix + "dns_names"
+    if rest.startswith(".selector.matchLabels"):
+        return prefix + "match_labels"
     match = re.match(r"^\.dns01\.(\w+)(?:\.(\w+))?", rest)
     if match and match.group(1) in PROVIDERS:
         provider, key = match.group(1), match.group(2) or ""

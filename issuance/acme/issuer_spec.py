@@ -32,6 +32,7 @@ from issuance.specs.fields import (
     opt_str_list,
     secret_key_selector,
 )
+from issuance.specs.labels import validate_labels
 from issuance.specs.names import dns_name_problem, email_problem
 from issuance.specs.secret_refs import OPAQUE, SecretWrite
 
@@ -135,16 +136,13 @@ def _eab(
 
 
 def _selector(value: Any, path: str, errors: Errors) -> SolverSelectorSpec | None:
-    sel = check_object(
-        value,
-        path,
-        errors,
-        ("dnsNames", "dnsZones"),
-        hints={"matchLabels": "there are no labels here; select by dnsNames or dnsZones"},
-    )
+    sel = check_object(value, path, errors, ("dnsNames", "dnsZones", "matchLabels"))
     if sel is None:
         return None
     out: SolverSelectorSpec = {}
+    if sel.get("matchLabels") is not None:
+        # Matched against the Certificate's metadata.labels (acme/solvers/selection.py).
+        out["matchLabels"] = validate_labels(sel["matchLabels"], f"{path}.matchLabels", errors)
     for key in ("dnsNames", "dnsZones"):
         items = opt_str_list(sel, key, path, errors)
         if items is None:

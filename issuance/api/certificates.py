@@ -29,7 +29,7 @@ from issuance.api.common import (
     warn_ignored,
 )
 from issuance.api.errors import Conflict
-from issuance.api.fields import ObjectListField, SpecField
+from issuance.api.fields import CertificateMetadataOutField, ObjectListField, SpecField
 from issuance.api.query import QueryFilter
 from issuance.fastpaths.prebuilt_fields import PrebuiltFieldsMixin
 from issuance.models import (
@@ -253,6 +253,8 @@ class CertificateStatusSerializer(PrebuiltFieldsMixin, serializers.Serializer[An
 
 class CertificateSerializer(PrebuiltFieldsMixin, serializers.Serializer[Any]):
     name = serializers.CharField()
+    # As a cert-manager manifest has it, so that an answer sent back keeps its labels.
+    metadata = CertificateMetadataOutField()
     generation = serializers.IntegerField()
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
@@ -291,7 +293,8 @@ NAMES_OTHERS = (
     "400 also when the body is well formed but names an issuer that does not exist "
     "(spec.issuerRef), when the merged spec breaks a rule JSON Schema cannot state (a "
     "DNS name twice, renewBefore not below duration, a cron expression that matches no "
-    "date), or when its name is not the URL's."
+    "date, a metadata.labels key that is no Kubernetes label key), or when its name is not "
+    "the URL's."
 )
 
 SecretSerializer = inline_serializer(
@@ -303,6 +306,13 @@ SecretSerializer = inline_serializer(
         "ca.crt": serializers.CharField(),
     },
 )
+
+
+def _labels(body: dict[str, Any]) -> Any:
+    """The labels of a POST or PUT body (metadata.labels), which replace the stored ones:
+    absent or null, none. Checked by apply_certificate_ex (a 400 naming each bad one)."""
+    labels = (body.get("metadata") or {}).get("labels")
+    return {} if labels is None else labels
 
 
 class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ResourceViewSet):
@@ -339,7 +349,11 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
             return Response({"name": ["is required"]}, status=status.HTTP_400_BAD_REQUEST)
         try:
             applied = apply_certificate_ex(
-                body["name"], body["spec"], actor=self.actor(), create_only=True
+                body["name"],
+                body["spec"],
+                actor=self.actor(),
+                create_only=True,
+                labels=_labels(body),
             )
         except CertificateExists:
             raise Conflict(
@@ -356,19 +370,22 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
     @extend_schema(
         request=CertificateWriteSerializer,
         responses=CertificateSerializer,
-        description="Replace the spec. " + NAMES_OTHERS,
+        description="Replace the spec and the labels (metadata.labels; absent: none). "
+        + NAMES_OTHERS,
     )
     def update(self, request: Request, name: str) -> Response:
         current = self.get_object()
         body = read_write_body(request, CertificateWriteSerializer, url_name=current.name)
-        cert = apply_certificate_ex(current.name, body["spec"], actor=self.actor()).obj
+        cert = apply_certificate_ex(
+            current.name, body["spec"], actor=self.actor(), labels=_labels(body)
+        ).obj
         return warn_ignored(request, Response(CertificateSerializer(cert).data))
 
     @extend_schema(
         request=CertificateWriteSerializer,
         responses=CertificateSerializer,
-        description="JSON merge patch (RFC 7386) of the spec: `null` removes a field. "
-        + NAMES_OTHERS,
+        description="JSON merge patch (RFC 7386) of the spec and metadata.labels: `null` "
+        "removes a field or a label. " + NAMES_OTHERS,
     )
     def partial_update(self, request: Request, name: str) -> Response:
         current = self.get_object()
@@ -376,7 +393,12 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
             request, CertificateWriteSerializer, partial=True, url_name=current.name
         )
         spec = merge_patch(current.spec, body["spec"])
-        cert = apply_certificate_ex(current.name, spec, actor=self.actor()).obj
+        metadata = body.get("metadata") or {}
+        labels = None  # not in the patch: kept
+        if "labels" in metadata:
+            patch = metadata["labels"]
+            labels = {} if patch is None else merge_patch(current.labels, patch)
+        cert = apply_certificate_ex(current.name, spec, actor=self.actor(), labels=labels).obj
         return warn_ignored(request, Response(CertificateSerializer(cert).data))
 
     def destroy(self, request: Request, name: str) -> Response:

@@ -15,7 +15,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from issuance.api.errors import PayloadTooLarge
-from issuance.api.fields import MetadataField, NameField, SpecField, StrictCharField
+from issuance.api.fields import (
+    LabelledMetadataField,
+    MetadataField,
+    NameField,
+    SpecField,
+    StrictCharField,
+)
 from issuance.api.query import QueryFilterBackend, QueryParamsMixin
 from issuance.models.base import NAME_RE
 from issuance.specs.kubernetes_metadata import ignored_fields
@@ -114,7 +120,7 @@ class ResourceWriteSerializer(StrictSerializer):
         error_messages={"invalid_choice": f"must be {API_VERSION}"},
     )
     kind = kind_field()  # each resource's subclass names its kinds
-    metadata = MetadataField(required=False)
+    metadata: Any = MetadataField(required=False)  # a Certificate's also takes labels
     status = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
     createdAt = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
     updatedAt = serializers.JSONField(required=False, allow_null=True, help_text=IGNORED)
@@ -141,6 +147,7 @@ class IssuerWriteSerializer(ResourceWriteSerializer):
 class CertificateWriteSerializer(ResourceWriteSerializer):
     kind = kind_field("Certificate")
     spec = SpecField("CertificateSpec", help_text=SPEC_HELP)
+    metadata = LabelledMetadataField(required=False)
 
 
 class CertificateRequestWriteSerializer(ResourceWriteSerializer):

@@ -101,21 +101,57 @@ class NameField(StrictCharField):
     }
 )
 class MetadataField(ObjectField):
-    """A manifest's metadata: only `name` is read; the fields `manage.py apply` takes and
+    """A manifest's metadata (an Issuer's, a CertificateRequest's; a Certificate's is
+    LabelledMetadataField): only `name` is read; the fields `manage.py apply` takes and
     ignores (namespace, labels, annotations, what Kubernetes adds) are ignored here too, and
     any other field is refused naming it, as apply refuses it."""
 
     def to_internal_value(self, data: Any) -> Any:
-        value = super().to_internal_value(data)
-        unknown = {key: ["unsupported field"] for key in value if key not in METADATA_FIELDS}
-        if unknown:
-            raise serializers.ValidationError(unknown)
-        if "name" not in value:
-            return value
-        if not isinstance(value["name"], str):
-            raise serializers.ValidationError("name must be a string")
-        try:
-            validate_resource_name(value["name"])
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError([f"name {m}" for m in exc.messages]) from None
+        return checked_metadata(super().to_internal_value(data))
+
+
+def checked_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    """Unknown fields refused, and the name checked (what both metadata fields do)."""
+    unknown = {key: ["unsupported field"] for key in value if key not in METADATA_FIELDS}
+    if unknown:
+        raise serializers.ValidationError(unknown)
+    if "name" not in value:
         return value
+    if not isinstance(value["name"], str):
+        raise serializers.ValidationError("name must be a string")
+    try:
+        validate_resource_name(value["name"])
+    except DjangoValidationError as exc:
+        raise serializers.ValidationError([f"name {m}" for m in exc.messages]) from None
+    return value
+
+
+class LabelledMetadataField(JsonObjectField):
+    """A Certificate manifest's metadata: `name`, and `labels`, which are kept (the
+    certificate's API checks them as Kubernetes does, issuance/specs/labels.py, after a
+    PATCH's merge, so that there a null value removes a label). Its schema, with the
+    labels' shape, is issuance.api.schema.LabelledMetadataExtension's (not a subclass of
+    MetadataField: drf-spectacular would take that one's schema over the extension)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return checked_metadata(super().to_internal_value(data))
+
+
+def labelled_metadata_schema(labels: dict[str, Any]) -> dict[str, Any]:
+    """A Certificate write body's `metadata`: name and labels read, the rest ignored."""
+    properties: dict[str, Any] = {"name": NAME_SCHEMA, "labels": labels}
+    for key in METADATA_FIELDS:
+        properties.setdefault(key, {"description": "Ignored."})
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+class CertificateMetadataOutField(serializers.ReadOnlyField):
+    """A Certificate's metadata as answered: {name, labels} (its schema is
+    issuance.api.schema.LabelledMetadataExtension's)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", **kwargs)
+
+    def to_representation(self, value: Any) -> dict[str, Any]:
+        labels = value.labels if isinstance(value.labels, dict) else {}
+        return {"name": value.name, "labels": labels}

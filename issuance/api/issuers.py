@@ -38,7 +38,8 @@ NAMES_OTHERS = (
     "400 also when the body is well formed but carries PEM that does not parse or match (a CA "
     "certificate and key, caBundle), uses a dns-lexicon option its provider does not have, "
     "or breaks a rule JSON Schema cannot state (a regular expression, CIDR or fallback "
-    "server given twice), or when its name is not the URL's."
+    "server given twice, a selector.matchLabels key that is no Kubernetes label key), or "
+    "when its name is not the URL's."
 )
 
 

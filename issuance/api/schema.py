@@ -210,3 +210,44 @@ class SpecFieldExtension(OpenApiSerializerFieldExtension):  # type: ignore[no-un
         )
         auto_schema.registry.register_on_missing(component)
         return component.ref
+
+
+LABELS_HELP = (
+    "The Certificate's Kubernetes labels, which ACME solvers' selector.matchLabels select "
+    "by. POST and PUT replace them (absent: none); in a PATCH they are merged (a null "
+    "value removes a label, null removes them all)."
+)
+
+
+class LabelledMetadataExtension(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]
+    """A Certificate's `metadata` (issuance.api.fields.LabelledMetadataField in a write
+    body, CertificateMetadataOutField in an answer): name and labels, the labels' values
+    as Kubernetes checks them (in a PATCH, null too: it removes the label)."""
+
+    target_class = "issuance.api.fields.LabelledMetadataField"
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        from issuance.api.fields import labelled_metadata_schema
+        from issuance.api.spec_schemas import labels_schema
+
+        patch = direction == "request" and auto_schema.method == "PATCH"
+        # null labels: none (POST, PUT), or all removed (PATCH).
+        labels = {**labels_schema(LABELS_HELP, patch=patch), "nullable": True}
+        return labelled_metadata_schema(labels)
+
+
+class CertificateMetadataOutExtension(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]
+    """A Certificate's `metadata` as answered: {name, labels}."""
+
+    target_class = "issuance.api.fields.CertificateMetadataOutField"
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        from issuance.api.spec_schemas import labels_schema
+
+        labels = labels_schema("The Certificate's Kubernetes labels.")
+        return {
+            "type": "object",
+            "readOnly": True,
+            "properties": {"name": NAME_SCHEMA, "labels": labels},
+            "required": ["name", "labels"],
+        }

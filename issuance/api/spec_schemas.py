@@ -46,6 +46,7 @@ from issuance.specs import (
     issuer,
     outputs,
 )
+from issuance.specs import labels as label_rules
 from issuance.specs import renewal as renewal_spec
 from issuance.specs.names import MAX_DNS_NAME
 from issuance.timing.durations import MAX_SECONDS
@@ -374,6 +375,24 @@ def _other_names() -> Schema:
     )
 
 
+def labels_schema(description: str, *, patch: bool = False) -> Schema:
+    """Kubernetes labels: an object of label values (a merge patch's may be null: it removes
+    the label). OpenAPI 3.0 has no propertyNames, so the key's syntax is only described."""
+    value: Schema = {
+        "type": "string",
+        "maxLength": label_rules.MAX_VALUE,
+        "pattern": label_rules.VALUE_PATTERN,
+    }
+    if patch:
+        value["nullable"] = True
+    return {
+        "type": "object",
+        "additionalProperties": value,
+        "description": f"{description} Keys: {label_rules.KEY_RULE}; values: "
+        f"{label_rules.VALUE_RULE}.",
+    }
+
+
 def _secret_template() -> Schema:
     def string_map(description: str) -> Schema:
         return {
@@ -697,6 +716,12 @@ def _solver() -> Schema:
         {
             "dnsNames": array(dns_name()),
             "dnsZones": array(dns_name(wildcard=False)),
+            "matchLabels": {
+                **labels_schema(
+                    "Labels the Certificate must all have for this solver to be chosen."
+                ),
+                "nullable": True,
+            },
         }
     )
     http01 = obj(

@@ -35,11 +35,18 @@ def _conditions(conditions: Iterable[Condition], indent: str = "  ") -> list[str
     return lines or [f"{indent}(none)"]
 
 
+def _labels(cert: Certificate) -> str:
+    """kubectl's form: key=value, sorted; "-" for none."""
+    labels = cert.labels if isinstance(cert.labels, dict) else {}
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "-"
+
+
 def certificate_status(cert: Certificate, events: int = 10) -> str:
     lines = [
         f"Name:        {cert.name}",
         f"Issuer:      {cert.issuer.name} ({cert.issuer.kind})",
         f"DNS names:   {', '.join(cert.dns_names) or '-'}",
+        f"Labels:      {_labels(cert)}",
         f"State:       {cert.state}",
         "Conditions:",
         *_conditions(cert.typed_conditions),

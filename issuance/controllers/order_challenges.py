@@ -13,7 +13,13 @@ from issuance.acme.protocol.client import AcmeClient
 from issuance.acme.solvers.selection import HTTP01, describe_no_solver, select_solver
 from issuance.controllers import scheduler
 from issuance.controllers.dbutil import guarded
-from issuance.models import Challenge, ChallengeState, Order, certificate_name_of
+from issuance.models import (
+    Challenge,
+    ChallengeState,
+    Order,
+    certificate_labels_of,
+    certificate_name_of,
+)
 from issuance.observability import events
 from issuance.shapes import ChallengeSpec, OrderAuthorization, SolverSpec
 
@@ -53,7 +59,7 @@ def _plan_challenge(
     name, the CA's challenge of that solver's type, and the key it needs; or the problem
     that makes the order fail (no solver, or the CA offers no such challenge)."""
     name, wildcard = authz["identifier"], bool(authz["wildcard"])
-    choice = select_solver(solvers, name, wildcard)
+    choice = select_solver(solvers, name, wildcard, certificate_labels_of(order))
     if choice is None:
         return describe_no_solver(name, wildcard)
     offered = [c for c in authz["challenges"] if c.get("type") == choice.challenge_type]

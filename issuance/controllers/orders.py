@@ -61,6 +61,7 @@ from issuance.models import (
     IssuerKind,
     Order,
     OrderState,
+    certificate_labels_of,
 )
 from issuance.observability import events
 from issuance.pki.csr import parse_csr
@@ -162,10 +163,11 @@ def _create(order: Order) -> Result:
 def _unsolvable(order: Order, identifiers: list[tuple[str, str]]) -> str:
     """Why a DNS name of the order has no solver of the issuer, or ""."""
     solvers = list(order.issuer.acme_spec.get("solvers") or [])
+    labels = certificate_labels_of(order)
     for kind, value in identifiers:
         wildcard = value.startswith("*.")
         name = value.removeprefix("*.")
-        if kind == "dns" and select_solver(solvers, name, wildcard) is None:
+        if kind == "dns" and select_solver(solvers, name, wildcard, labels) is None:
             return describe_no_solver(name, wildcard)
     return ""
 

@@ -1,8 +1,8 @@
 """Scoped download tokens: created (shown once), stored as SHA-256, revoked, marked used.
 
 A token reads the current key pair of one certificate, or of every certificate whose name
-matches a glob (Certificates have no labels; a name convention such as `web-*` takes their
-place). Why a fast digest: see issuance/access/apitokens.py.
+matches a glob (a name convention such as `web-*`; tokens do not select by a Certificate's
+labels). Why a fast digest: see issuance/access/apitokens.py.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from issuance.models.notification import (
 )
 from issuance.models.oidc import OidcGroupRule, OidcIdentity
 from issuance.models.order import FINAL_ORDER_STATES, Order, OrderState
-from issuance.models.owner import certificate_name_of
+from issuance.models.owner import certificate_labels_of, certificate_name_of
 from issuance.models.passwordchange import PasswordChangeRequired
 from issuance.models.reachability import KubeConnectorState
 from issuance.models.revocation import REASONS, Revocation, RevocationState
@@ -110,6 +110,7 @@ __all__ = [
     "WebhookDeliveryState",
     "WorkerBeat",
     "canonical_condition",
+    "certificate_labels_of",
     "certificate_name_of",
     "validate_resource_name",
 ]

@@ -31,6 +31,9 @@ class Certificate(Resource, Reconciled):
     generation = models.PositiveIntegerField(default=1)
     observed_generation = models.PositiveIntegerField(default=0)
     secret_name = models.CharField(max_length=253)
+    # Kubernetes labels (metadata.labels; issuance/specs/labels.py checks them): read by the
+    # ACME solvers' selector.matchLabels. Not spec: a change is no new generation.
+    labels = models.JSONField(default=dict, blank=True)
     # Lower-cased name, commonName and dnsNames, for search without JSON operators.
     search_text = models.TextField(blank=True, default="")
 

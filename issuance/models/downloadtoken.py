@@ -12,7 +12,7 @@ class DownloadToken(models.Model):
     SHA-256(token), never the token (issuance/access/apitokens.py says why a fast digest).
 
     Scope: `certificate` (one certificate; deleted with it) or `name_pattern` (an fnmatch
-    glob on certificate names: Certificates have no labels), never both.
+    glob on certificate names, not a label selector), never both.
     """
 
     name = models.CharField(max_length=100)

@@ -36,6 +36,7 @@ from issuance.specs.fields import (
     opt_str,
     opt_str_list,
 )
+from issuance.specs.labels import validate_labels
 from issuance.specs.names import (
     normalize_dns_names,
     normalize_emails,
@@ -53,6 +54,7 @@ DEFAULT_DURATION = timedelta(hours=2160)
 MAX_COMMON_NAME = 64
 ISSUER_KINDS = ("Issuer", "ClusterIssuer")
 ISSUER_GROUP = "cert-manager.io"
+LABELS_PATH = "metadata.labels"
 
 FIELDS = (
     "secretName",
@@ -411,26 +413,74 @@ def check_name(name: Any, path: str = "name") -> str:
 
 @transaction.atomic
 def apply_certificate_ex(
-    name: str, spec: Any, *, actor: str, create_only: bool = False
+    name: str,
+    spec: Any,
+    *,
+    actor: str,
+    create_only: bool = False,
+    labels: Any = None,
 ) -> Applied[Certificate]:
     """Create or update a Certificate from a spec; a changed spec bumps the generation.
 
     `create_only` (POST): raises CertificateExists, before validating the spec, if a
     Certificate of that name exists. Two such creates racing for one name: the second
     INSERT fails with IntegrityError.
+
+    `labels` (metadata.labels, checked as Kubernetes checks them) replace the stored ones;
+    None keeps them (a new Certificate has none). A change of labels alone is `configured`
+    but no new generation: labels are metadata, and as in Kubernetes metadata.generation
+    counts spec changes only. Nor does it wake the Certificate: the certificates
+    controller's trigger compares the issued certificate with the spec, which is unchanged,
+    so a label change never starts an issuance. The labels are read when the next order
+    picks its solvers (selector.matchLabels).
     """
     check_name(name)
     if create_only and certificate_exists(name):
         raise CertificateExists(name)
-    normalized, issuer_pk = _validate_and_lock_issuer(name, spec)
+    label_errors = Errors()
+    new_labels = None if labels is None else validate_labels(labels, LABELS_PATH, label_errors)
+    try:
+        normalized, issuer_pk = _validate_and_lock_issuer(name, spec)
+    except SpecError as exc:  # every problem at once: the labels' and the spec's
+        raise SpecError([*label_errors.items, *exc.errors]) from None
+    label_errors.raise_if_any()
     cert = None
     if not create_only:
         cert = Certificate.objects.select_for_update().filter(name=name).first()
     if cert is None:
-        return _insert_certificate(name, normalized, issuer_pk, actor)
-    if cert.spec == normalized:
+        return _insert_certificate(name, normalized, issuer_pk, actor, new_labels or {})
+    if new_labels is not None and new_labels != cert.labels:
+        _store_labels(cert, new_labels, actor, save=cert.spec == normalized)
+    elif cert.spec == normalized:
         return Applied(cert, Outcome.UNCHANGED)
+    if cert.spec == normalized:
+        return Applied(cert, Outcome.CONFIGURED)
     return _store_changed_spec(cert, normalized, issuer_pk, actor)
+
+
+def validate_certificate_labels(value: Any, path: str = LABELS_PATH) -> dict[str, str]:
+    """A Certificate's labels, checked (a SpecError naming each bad key or value)."""
+    errors = Errors()
+    out = validate_labels(value, path, errors)
+    errors.raise_if_any()
+    return out
+
+
+def _store_labels(cert: Certificate, labels: dict[str, str], actor: str, *, save: bool) -> None:
+    """New labels, recorded; saved here unless a changed spec is saved with them."""
+    before = cert.labels if isinstance(cert.labels, dict) else {}
+    keys = sorted(k for k in set(before) | set(labels) if before.get(k) != labels.get(k))
+    cert.labels = labels
+    if save:
+        cert.save(update_fields=["labels", "updated_at"])
+    events.record(
+        "Certificate",
+        cert.name,
+        "LabelsChanged",
+        f"Labels changed ({', '.join(keys)})",
+        actor=actor,
+        certificate_name=cert.name,
+    )
 
 
 def _validate_and_lock_issuer(name: str, spec: Any) -> tuple[CertificateSpec, Any]:
@@ -455,7 +505,7 @@ def _validate_and_lock_issuer(name: str, spec: Any) -> tuple[CertificateSpec, An
 
 
 def _insert_certificate(
-    name: str, normalized: CertificateSpec, issuer_pk: Any, actor: str
+    name: str, normalized: CertificateSpec, issuer_pk: Any, actor: str, labels: dict[str, str]
 ) -> Applied[Certificate]:
     """A new Certificate, due at once, as wake() would leave it (due_at now, wake_seq bumped
     from 0), but by the INSERT itself rather than an UPDATE right after it."""
@@ -464,6 +514,7 @@ def _insert_certificate(
         spec=normalized,
         issuer_id=issuer_pk,
         secret_name=normalized["secretName"],
+        labels=labels,
         due_at=timezone.now(),
         wake_seq=1,
     )
@@ -487,7 +538,15 @@ def _store_changed_spec(
     cert.generation += 1
     cert.refresh_search_text()
     cert.save(
-        update_fields=["spec", "issuer", "secret_name", "generation", "search_text", "updated_at"]
+        update_fields=[
+            "spec",
+            "issuer",
+            "secret_name",
+            "labels",
+            "generation",
+            "search_text",
+            "updated_at",
+        ]
     )
     if "spec.secretTemplate" in fields:  # the exported Secret's metadata, without a re-issue
         SecretExport.objects.filter(certificate=cert).update(

@@ -21,8 +21,10 @@ ADDED_METADATA = (
     "generation",
     "managedFields",
 )
-# metadata the console reads (name) or takes and ignores (namespace: with a note from apply;
-# labels and annotations quietly). Any other metadata field is refused, by apply and the API.
+# metadata the console reads (name; a Certificate's labels, which ACME solvers'
+# selector.matchLabels select by) or takes and ignores (namespace: with a note from apply;
+# annotations, and other kinds' labels, quietly). Any other metadata field is refused, by
+# apply and the API.
 KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 METADATA_FIELDS = (*KEPT_METADATA, *ADDED_METADATA)
 # kubectl apply's record of the last manifest it applied (client-side apply).

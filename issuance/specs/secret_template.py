@@ -4,37 +4,19 @@ server)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final
 
 from issuance.shapes import SecretTemplateSpec
 from issuance.specs.errors import Errors
 from issuance.specs.fields import check_object
+from issuance.specs.labels import key_problem, value_problem
 
-# Kubernetes' qualified name: an optional DNS-subdomain prefix and '/', then a name.
-_NAME: Final = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_PREFIX: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-MAX_NAME: Final = 63
-MAX_PREFIX: Final = 253
 MAX_ANNOTATIONS_BYTES: Final = 256 * 1024  # Kubernetes' limit on all annotations together
 # What the export writes itself (issuance/kubernetes/csr_connector/secret_export.py); a
 # template cannot set them. cert-manager refuses cert-manager.io/ annotations in a template
 # for the same reason.
 RESERVED_ANNOTATION_PREFIXES: Final = ("cert-manager.io/", "issuance.console/")
 RESERVED_LABELS: Final = ("app.kubernetes.io/managed-by",)
-
-
-def key_problem(key: str) -> str | None:
-    """Why `key` is not a Kubernetes label or annotation key, or None."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > MAX_PREFIX or not _PREFIX.fullmatch(prefix)):
-        return f"{key!r}: the prefix before '/' must be a lower-case DNS subdomain"
-    if len(name) > MAX_NAME or not _NAME.fullmatch(name):
-        return (
-            f"{key!r}: the name must be 1-{MAX_NAME} letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit"
-        )
-    return None
 
 
 def validate_secret_template(value: Any, path: str, errors: Errors) -> SecretTemplateSpec:
@@ -47,12 +29,8 @@ def validate_secret_template(value: Any, path: str, errors: Errors) -> SecretTem
         where = f"{path}.labels[{key}]"
         if key in RESERVED_LABELS:
             errors.add(where, f"{key!r} is set by the console on the exported Secret")
-        elif text and (len(text) > MAX_NAME or not _NAME.fullmatch(text)):
-            errors.add(
-                where,
-                f"a label value must be empty or 1-{MAX_NAME} letters, digits, '-', '_' or "
-                "'.', starting and ending with a letter or digit",
-            )
+        elif problem := value_problem(text):
+            errors.add(where, problem)
     annotations = _string_map(obj, "annotations", path, errors)
     for key in annotations:
         if key.startswith(RESERVED_ANNOTATION_PREFIXES):

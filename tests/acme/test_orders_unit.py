@@ -15,7 +15,7 @@ from issuance.acme.issuer_waits import SAFETY_NET, IssuerWaitError
 from issuance.controllers import orders
 from issuance.controllers.base import TemporaryError
 from issuance.issuers.base import SignState
-from issuance.models import CertificateRequest, Event, Issuer, Order
+from issuance.models import CertificateRequest, Challenge, Event, Issuer, Order
 from issuance.pki.csr import build_csr
 from issuance.pki.keys import generate_private_key
 from tests.acme.fakeca import FakeCA, Reply, problem
@@ -218,3 +218,72 @@ def test_an_order_committed_as_the_database_went_away_gets_its_timeline_entries(
         ("CertificateRequest", request.name, "OrderCreated"),
         ("Order", order.name, "Created"),
     ]
+
+
+def _offer_one_http01_authorization(ca: FakeCA, name: str) -> None:
+    """newOrder answers with one pending authorization for `name`, offering HTTP-01."""
+    ca.on(
+        "/new-order",
+        Reply(
+            201,
+            {
+                "status": "pending",
+                "identifiers": [{"type": "dns", "value": name}],
+                "authorizations": [f"{ca.base}/authz/1"],
+                "finalize": f"{ca.base}/order/1/finalize",
+            },
+            {"Location": f"{ca.base}/order/1"},
+        ),
+    )
+    ca.on(
+        "/authz/1",
+        Reply(
+            200,
+            {
+                "status": "pending",
+                "identifier": {"type": "dns", "value": name},
+                "challenges": [
+                    {"type": "http-01", "url": f"{ca.base}/chal/1", "token": "t0ken"},
+                ],
+            },
+        ),
+    )
+
+
+@pytest.mark.parametrize("team", ["a", "b"])
+def test_solvers_differing_only_by_match_labels_follow_the_certificates_labels(
+    ca: FakeCA, team: str
+) -> None:
+    """cert-manager's matchLabels: the Challenge gets the solver whose labels are all on the
+    Certificate that the Order's CertificateRequest belongs to."""
+    solvers = [
+        {"selector": {"matchLabels": {"team": "a"}}, "http01": {}},
+        {"selector": {"matchLabels": {"team": "b"}}, "http01": {}},
+    ]
+    request = make_request(ca, ["a.example.test"], solvers)
+    cert = request.certificate
+    assert cert is not None
+    cert.labels = {"team": team, "env": "prod"}
+    cert.save(update_fields=["labels"])
+    _offer_one_http01_authorization(ca, "a.example.test")
+    acme_issuer.sign(request)
+    order = Order.objects.get(request=request)
+    orders.reconcile(order)
+    order.refresh_from_db()
+    assert order.state == "pending", order.reason
+    [challenge] = Challenge.objects.filter(order=order)
+    assert challenge.spec["solver"]["selector"]["matchLabels"] == {"team": team}
+
+
+def test_no_solver_matches_the_certificates_labels(ca: FakeCA) -> None:
+    """Without the labels a solver asks for, the order fails before the CA is asked."""
+    solvers = [{"selector": {"matchLabels": {"team": "a"}}, "http01": {}}]
+    request = make_request(ca, ["a.example.test"], solvers)
+    acme_issuer.sign(request)
+    order = Order.objects.get(request=request)
+    orders.reconcile(order)
+    order.refresh_from_db()
+    assert order.state == "errored"
+    assert "no configured challenge solver" in order.reason
+    assert ca.hits["/new-order"] == 0
+    assert not Challenge.objects.filter(order=order).exists()

@@ -340,11 +340,11 @@ ISSUER_CASES = [
         {
             "acme": {
                 "server": "https://a.test",
-                "solvers": [{"selector": {"matchLabels": {}}, "http01": {}}],
+                "solvers": [{"selector": {"matchLabels": {"bad key": "x"}}, "http01": {}}],
             }
         },
-        "spec.acme.solvers[0].selector.matchLabels",
-        "unsupported",
+        "spec.acme.solvers[0].selector.matchLabels[bad key]",
+        "the name must be",
     ),
     (
         "acme-cabundle",

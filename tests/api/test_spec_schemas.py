@@ -58,6 +58,7 @@ NOT_EXPRESSIBLE: list[tuple[str, str, str]] = [
     (r"nameConstraints$", r"isCA", "one field's presence requires another's value"),
     (r"nameConstraints$", r"permitted or excluded", "a name in either of two objects' lists"),
     (r"secretTemplate\.(labels|annotations)", r"", "Kubernetes' key syntax (map keys)"),
+    (r"selector\.matchLabels\[", r"the (prefix|name)", "Kubernetes' key syntax (map keys)"),
     (r"nameConstraints\.", r"must be at most 253", "a domain's length without its leading dot"),
     (r"uris\[\d+\]$", r"URI", "RFC 3986 parsing"),
     (r"emailAddresses\[\d+\]$|email$", r"domain must be at most", "the domain's own length"),

@@ -208,3 +208,82 @@ def test_exit_code_and_stderr_of_the_real_command(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "document 1 (Secret/x): kind: unsupported kind 'Secret'" in result.stderr
     assert result.stdout == ""
+
+
+LABELLED = """\
+apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata:
+  name: selfsigned
+spec:
+  selfSigned: {}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata:
+  name: labelled
+  labels:
+    team: payments
+    app.kubernetes.io/part-of: shop
+spec:
+  dnsNames: [labelled.example.test]
+  issuerRef: {name: selfsigned}
+"""
+
+
+def _issue(cert: Certificate) -> None:
+    """Drive the certificate and its requests as the worker would, until it is Ready."""
+    from tests.controllers.helpers import requests_of, step, step_request
+
+    for _ in range(6):
+        step(cert)
+        for request in requests_of(cert):
+            step_request(request)
+        cert.refresh_from_db()
+        if cert.condition_is("Ready"):
+            return
+    raise AssertionError(cert.conditions)
+
+
+def test_apply_keeps_certificate_labels_and_a_label_change_issues_nothing(db: None) -> None:
+    from issuance.models import CertificateRequest
+
+    out, _ = run("-", stdin=LABELLED)
+    assert "certificate.cert-manager.io/labelled created" in out
+    cert = Certificate.objects.get(name="labelled")
+    assert cert.labels == {"app.kubernetes.io/part-of": "shop", "team": "payments"}
+    _issue(cert)
+    requests = CertificateRequest.objects.filter(certificate=cert).count()
+    assert requests == 1
+
+    out, _ = run("-", stdin=LABELLED)
+    assert "certificate.cert-manager.io/labelled unchanged" in out
+
+    out, _ = run("-", stdin=LABELLED.replace("team: payments", "team: billing"))
+    assert "certificate.cert-manager.io/labelled configured" in out
+    cert.refresh_from_db()
+    assert cert.labels["team"] == "billing"
+    assert cert.generation == 1  # labels are not spec
+    changed = Event.objects.get(name="labelled", reason="LabelsChanged")
+    assert "team" in changed.message
+    _issue(cert)  # still Ready, and no new request was made
+    assert CertificateRequest.objects.filter(certificate=cert).count() == requests
+
+    # Labels left out of the manifest: the Certificate has none (the manifest is the truth).
+    unlabelled = LABELLED.replace(
+        "  labels:\n    team: payments\n    app.kubernetes.io/part-of: shop\n", ""
+    )
+    assert "labels" not in unlabelled
+    out, _ = run("-", stdin=unlabelled)
+    assert "certificate.cert-manager.io/labelled configured" in out
+    cert.refresh_from_db()
+    assert cert.labels == {}
+
+
+def test_apply_refuses_bad_labels_naming_them(db: None, tmp_path: Path) -> None:
+    bad = LABELLED.replace("team: payments", '"bad key": payments\n    ok: "not ok!"')
+    message = _expect_failure(bad, tmp_path)
+    assert "document 2 (Certificate/labelled): metadata.labels[bad key]: 'bad key'" in message
+    assert "metadata.labels[ok]: a label value must be empty" in message
+    assert not Certificate.objects.exists()
+    assert not Issuer.objects.exists()  # all or nothing

@@ -86,9 +86,11 @@ def test_status_shows_conditions_backoff_and_events() -> None:
     cert.failed_issuance_attempts = 2
     cert.last_failure_time = now
     cert.next_retry_time = now + timedelta(hours=2)
+    cert.labels = {"team": "payments", "env": "prod"}
     cert.save()
     Event.objects.create(kind="Certificate", name="api", certificate_name="api", reason="Failed")
     out = run("status", "api")
+    assert "Labels:      env=prod, team=payments" in out
     assert "Ready=False reason=Failed" in out
     assert "Failed issuance attempts: 2" in out
     assert "Next retry:" in out

@@ -237,6 +237,29 @@ def test_edit_keeps_spec_fields_the_form_does_not_show(client_for: ClientFor) ->
     assert stored["acme"]["email"] == "a@example.com"
 
 
+def test_solver_match_labels_are_edited_shown_and_checked(client_for: ClientFor) -> None:
+    """A solver's selector.matchLabels as `key=value` items; an edit shows and keeps them,
+    a bad key is named next to the field and nothing is stored."""
+    form = acme_form(**{"solver-0-match_labels": "team=payments, env=prod"})
+    response = client_for("admin").post("/new-issuer/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    solver = Issuer.objects.get(name="le").spec["acme"]["solvers"][0]
+    assert solver == {
+        "selector": {"matchLabels": {"env": "prod", "team": "payments"}},
+        "http01": {},
+    }
+    page = client_for("admin").get("/issuers/le/edit/")
+    assert 'value="env=prod, team=payments"' in page.content.decode()
+
+    bad = acme_form("other", **{"solver-0-match_labels": "bad key=x"})
+    response = client_for("admin").post("/new-issuer/", bad)
+    assert response.status_code == 400
+    assert "spec.acme.solvers[0].selector.matchLabels[bad key]" in errors_of(
+        response, "solver-0-match_labels"
+    )
+    assert not Issuer.objects.filter(name="other").exists()
+
+
 # -- CA and selfSigned ------------------------------------------------------------------
 
 

@@ -1,5 +1,6 @@
 """The certificate page shows `spec.secretTemplate` (the exported Secret's labels and
-annotations) and `spec.otherNames`, to every role that may read the certificate."""
+annotations), `spec.otherNames` and the Certificate's own labels, to every role that may
+read the certificate."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from django.test import Client
 
+from issuance.models import Certificate
 from issuance.specs import apply_certificate_ex
 from tests.factories import make_selfsigned_issuer
 
@@ -52,3 +54,29 @@ def test_page_without_template_has_no_such_rows(
     assert 'class="secret-labels"' not in page
     assert 'class="other-names"' not in page
     assert "<dt>Secret</dt>" in page
+
+
+def test_page_shows_the_certificates_labels_escaped(
+    client_for: Callable[[str | None], Client],
+) -> None:
+    make_selfsigned_issuer("ss")
+    labels = {"items": "x", "example.test/team": "pay_ments", "empty": ""}
+    apply_certificate_ex(
+        "svc", {"commonName": "s", "issuerRef": {"name": "ss"}}, actor="t", labels=labels
+    )
+    page = client_for("viewer").get("/certificates/svc/").content.decode()
+    assert cell(page, "certificate-labels") == "empty: , example.test/team: pay_ments, items: x"
+    # Label syntax leaves nothing to escape; the row is escaped all the same (autoescape),
+    # so a value stored some other way cannot inject markup.
+    Certificate.objects.filter(name="svc").update(labels={"team": "<b>x</b>"})
+    page = client_for("viewer").get("/certificates/svc/").content.decode()
+    assert cell(page, "certificate-labels") == "team: &lt;b&gt;x&lt;/b&gt;"
+
+
+def test_page_without_labels_has_no_labels_row(
+    client_for: Callable[[str | None], Client],
+) -> None:
+    make_selfsigned_issuer("ss")
+    apply_certificate_ex("plain", {"commonName": "p", "issuerRef": {"name": "ss"}}, actor="t")
+    page = client_for("viewer").get("/certificates/plain/").content.decode()
+    assert 'class="certificate-labels"' not in page

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 
 from django.db import transaction
@@ -31,7 +32,14 @@ from issuance.acme.solvers import preflight
 from issuance.acme.solvers.preflight import PreflightResult
 from issuance.acme.solvers.selection import DNS01, select_solver
 from issuance.issuers.base import SignOutcome, SignState
-from issuance.models import Certificate, CertificateRequest, Event, Issuer, Order
+from issuance.models import (
+    Certificate,
+    CertificateRequest,
+    Event,
+    Issuer,
+    Order,
+    certificate_labels_of,
+)
 from issuance.observability import events
 from issuance.pki.csr import CSRError, parse_csr
 
@@ -73,13 +81,16 @@ def _names(request: CertificateRequest) -> list[str]:
     return names
 
 
-def check_names(issuer: Issuer, names: list[str]) -> PreflightResult | None:
-    """The first failing preflight among `names` (DNS-01 ones only), or None when all pass."""
+def check_names(
+    issuer: Issuer, names: list[str], labels: Mapping[str, str] | None = None
+) -> PreflightResult | None:
+    """The first failing preflight among `names` (DNS-01 ones only) of a Certificate with
+    `labels`, or None when all pass."""
     solvers = list(issuer.acme_spec.get("solvers", []))
     for name in names:
         wildcard = name.startswith("*.")
         base = name.removeprefix("*.").lower()
-        choice = select_solver(solvers, base, wildcard)
+        choice = select_solver(solvers, base, wildcard, labels)
         if choice is None or choice.challenge_type != DNS01:
             continue
         key = (issuer.pk, issuer.generation, choice.index, base)
@@ -106,7 +117,7 @@ def before_order(request: CertificateRequest) -> SignOutcome | None:
         names = _names(request)
     except CSRError:
         return None  # ensure_order reports it
-    failed = check_names(issuer, names)
+    failed = check_names(issuer, names, certificate_labels_of(request))
     certificate = request.certificate
     if failed is None:
         if certificate is not None:

@@ -7,14 +7,15 @@ applied in one transaction (issuers, certificates, channels, rules: each before 
 to it, whatever the order in the file), printing kubectl-style lines:
 `certificate.cert-manager.io/web created|configured|unchanged`. What Kubernetes adds to a
 stored object (`kubectl get -o yaml`: uid, status, …) is ignored with a note
-(issuance.specs.kubernetes_metadata), as the API ignores it.
+(issuance.specs.kubernetes_metadata), as the API ignores it. A Certificate's
+`metadata.labels` are kept (replacing the stored ones); other kinds' labels are ignored.
 """
 
 from __future__ import annotations
 
 import getpass
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from issuance.specs import (
     validate_certificate_spec,
     validate_issuer_spec,
 )
-from issuance.specs.certificate import check_name
+from issuance.specs.certificate import check_name, validate_certificate_labels
 from issuance.specs.issuer import IssuerPlan
 from issuance.specs.kubernetes_metadata import METADATA_FIELDS, ignored_fields
 from issuance.specs.outcome import Applied
@@ -55,6 +56,8 @@ class Document:
     kind: str
     name: str
     spec: dict[str, Any]
+    # A Certificate's metadata.labels, checked (other kinds' labels are ignored).
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -101,13 +104,19 @@ def _parse(index: int, raw: Any, notes: list[str]) -> tuple[Document | None, lis
         check_name(metadata.get("name"), "metadata.name")
     except SpecError as exc:
         problems += [f"{label}: {path}: {message}" for path, message in exc.errors]
+    labels: dict[str, str] = {}
+    if kind == "Certificate":
+        try:
+            labels = validate_certificate_labels(metadata.get("labels"))
+        except SpecError as exc:
+            problems += [f"{label}: {path}: {message}" for path, message in exc.errors]
     spec = raw.get("spec")
     if not isinstance(spec, dict):
         problems.append(f"{label}: spec: is required (an object)")
     if problems:
         return None, problems
     assert isinstance(spec, dict)
-    return Document(index, str(kind), name, spec), []
+    return Document(index, str(kind), name, spec, labels), []
 
 
 def _os_user() -> str:
@@ -235,7 +244,8 @@ class Command(BaseCommand):
                     actor=actor,
                     plan=self._plans.get(doc.index),
                 )
-            return apply_certificate_ex(doc.name, doc.spec, actor=actor)
+            # The manifest's labels replace the stored ones, as its spec does (none: none).
+            return apply_certificate_ex(doc.name, doc.spec, actor=actor, labels=doc.labels)
         except SpecError as exc:
             # Validated above; this only happens if the database changed in between.
             lines = [f"  {doc.label}: {path}: {message}" for path, message in exc.errors]
