@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Exists, F, OuterRef, Q, Value
+from django.db.models import CharField, Exists, F, OuterRef, Q, Value
 from django.db.models.fields.json import KT
-from django.db.models.functions import Concat
+from django.db.models.functions import Cast, Concat
 
 from issuance.models import (
     AcmeServer,
@@ -409,7 +409,8 @@ def _endpoints(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
     condition = canonical_condition(rule.condition)
     base = (
         Endpoint.objects.select_related("certificate", "certificate__issuer")
-        .annotate(not_after_text=KT("last_probe__notAfter"))
+        # The probe's notAfter as plain text (ISO 8601, "Z"): compared as text, not as JSON.
+        .annotate(not_after_text=Cast(KT("last_probe__notAfter"), CharField()))
         .order_by("pk")
     )
     wanted = _endpoint_condition(rule, now)
