@@ -445,9 +445,9 @@ def _endpoints(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
     still = {e.pk: e for e in base.filter(pk__in=ids)}
     matching = set(base.filter(wanted, pk__in=ids).values_list("pk", flat=True))
     for subject, instance, told_at in told:
-        endpoint = still.get(int(instance.split("@", 1)[0])) if instance[:1].isdigit() else None
+        row = still.get(int(instance.split("@", 1)[0])) if instance[:1].isdigit() else None
         name = subject.split("/", 1)[-1]
-        if endpoint is None:
+        if row is None:
             yield Finding(
                 condition,
                 subject,
@@ -460,17 +460,22 @@ def _endpoints(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
                 "removed: it is no longer checked.",
             )
             continue
-        if endpoint.pk in matching and _episode(endpoint, condition) == instance:
+        if _episode(row, condition) == instance and (
+            row.pk in matching
+            # A newer revision issued while the old one is still served: Deploying again
+            # for an hour, then stale again, and the same episode all along.
+            or (condition == NotificationCondition.ENDPOINT_STALE and row.match == "previous")
+        ):
             continue  # the same episode goes on
         # When the episode ended: the probe that first saw what is served now, or else the
         # last probe. An ending seen long ago (a rule switched to notify_resolved since) is
         # not news.
-        seen = endpoint.served_since
+        seen = row.served_since
         if seen is None or seen <= told_at:
-            seen = endpoint.probed_at
+            seen = row.probed_at
         if seen is None or seen < now - RESOLVED_WITHIN:
             continue
-        cert = endpoint.certificate
+        cert = row.certificate
         yield Finding(
             condition,
             subject,
@@ -478,13 +483,13 @@ def _endpoints(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
             cert.issuer.name,
             _RESOLVED + instance,
             f"Resolved: {NotificationCondition(condition).label.lower()}: {cert.name}",
-            f"{endpoint.address} (certificate {cert.name}) is no longer "
+            f"{row.address} (certificate {cert.name}) is no longer "
             f"{_ENDED[condition]} (since {_iso(seen)}): it now "
-            f"{_now_serving(endpoint)}.",
+            f"{_now_serving(row)}.",
         )
 
 
-_ENDED = {
+_ENDED: dict[str, str] = {
     NotificationCondition.ENDPOINT_STALE: "serving an older revision",
     NotificationCondition.ENDPOINT_UNREACHABLE: "unreachable",
     NotificationCondition.ENDPOINT_MISMATCH: "serving a mismatched chain or name",
