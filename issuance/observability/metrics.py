@@ -168,9 +168,11 @@ class DatabaseCollector:
             by_state.add_metric([state], counts.get(state, 0))
         yield by_state
 
+        # The deployment states (what the endpoints serve) in the same query.
         backoff = Certificate.objects.aggregate(
             in_backoff=Count("id", filter=Q(next_retry_time__gt=now)),
             failed_attempts=Sum("failed_issuance_attempts"),
+            **deployment.certificate_count_aggregates(now),
         )
         in_backoff = GaugeMetricFamily(
             "issuance_certificates_in_backoff",
@@ -184,6 +186,15 @@ class DatabaseCollector:
         )
         failed.add_metric([], backoff["failed_attempts"] or 0)
         yield failed
+        certificates = GaugeMetricFamily(
+            "issuance_certificate_deployments",
+            "Certificates by deployment state (status.deployment.state: Stale, Mismatch, "
+            "Unreachable, Deploying, Unchecked, Deployed; none for no endpoints).",
+            labels=["state"],
+        )
+        for state, n in deployment.counts_of(backoff).items():
+            certificates.add_metric([state or "none"], n)
+        yield certificates
 
         requests = GaugeMetricFamily(
             "issuance_certificate_requests",
@@ -210,17 +221,9 @@ class DatabaseCollector:
         yield orders
 
     def _deployments(self) -> Iterator[Metric]:
-        """What the endpoints serve (docs/verifying-deployments.md): two aggregate queries."""
+        """What the endpoints' last probes found (docs/verifying-deployments.md): one aggregate
+        query. The certificates' deployment states are counted in `_counts`."""
         now = timezone.now()
-        certificates = GaugeMetricFamily(
-            "issuance_certificate_deployments",
-            "Certificates by deployment state (status.deployment.state: Stale, Mismatch, "
-            "Unreachable, Deploying, Unchecked, Deployed; none for no endpoints).",
-            labels=["state"],
-        )
-        for state, n in deployment.certificate_counts(now).items():
-            certificates.add_metric([state or "none"], n)
-        yield certificates
         endpoints = GaugeMetricFamily(
             "issuance_endpoints",
             "Endpoints by what their last probe found (Deployed: the current revision; "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from django.db.models import Count, Exists, OuterRef, Q
 
@@ -116,12 +116,20 @@ def state_of_filter_value(value: str) -> str:
     return STATES[FILTER_VALUES.index(value)]
 
 
+def certificate_count_aggregates(now: datetime) -> dict[str, Count]:
+    """The filtered counts behind `certificate_counts`, for a caller that reads more of the
+    certificates in the same aggregate query (the metrics): key `deployment:<state>`."""
+    return {f"deployment:{s}": Count("pk", filter=certificate_q(s, now)) for s in STATES}
+
+
+def counts_of(totals: dict[str, Any]) -> dict[str, int]:
+    """The state → count of an aggregate that took `certificate_count_aggregates`."""
+    return {s: int(totals[f"deployment:{s}"] or 0) for s in STATES}
+
+
 def certificate_counts(now: datetime) -> dict[str, int]:
     """How many certificates have each state word ("" for no endpoints): one query."""
-    totals = Certificate.objects.order_by().aggregate(
-        **{f"n{i}": Count("pk", filter=certificate_q(s, now)) for i, s in enumerate(STATES)}
-    )
-    return {s: int(totals[f"n{i}"] or 0) for i, s in enumerate(STATES)}
+    return counts_of(Certificate.objects.order_by().aggregate(**certificate_count_aggregates(now)))
 
 
 def endpoint_counts(now: datetime) -> dict[str, int]:
