@@ -14,7 +14,16 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
-from issuance.models import Certificate, Endpoint, Issuer
+from issuance.models import (
+    Certificate,
+    Endpoint,
+    Issuer,
+    NotificationChannel,
+    NotificationCondition,
+    NotificationRule,
+)
+from issuance.notifications import deliver
+from issuance.probing import runner
 from issuance.probing.deployment import (
     FILTER_VALUES,
     STATES,
@@ -26,6 +35,9 @@ from issuance.probing.deployment import (
     state_of,
 )
 from tests.factories import make_certificate, make_endpoint, make_selfsigned_issuer
+from tests.notifications.receivers import http_receiver
+from tests.probing.conftest import Issued
+from tests.probing.servers import tls_server
 
 pytestmark = pytest.mark.django_db
 
@@ -235,3 +247,52 @@ def test_deployment_gauges() -> None:
     assert endpoints["Stale"] == 2
     assert endpoints["Deployed"] == 6
     assert sum(endpoints.values()) == Endpoint.objects.count()
+
+
+# -- end to end ------------------------------------------------------------------------
+
+
+def test_a_server_left_on_the_old_revision_is_counted_and_reported_once(
+    issued: Issued, make_user: Callable[..., User]
+) -> None:
+    """Real probes of a real TLS server: revision 1 served an hour after revision 2 was
+    issued is stale on the dashboard and in one message; reloaded, it resolves."""
+    with http_receiver() as receiver:
+        channel = NotificationChannel(name="ops")
+        channel.url = f"json://127.0.0.1:{receiver.port}/hook"
+        channel.save()
+        NotificationRule.objects.create(
+            name="stale",
+            channel=channel,
+            condition=NotificationCondition.ENDPOINT_STALE,
+            notify_resolved=True,
+        )
+        old = issued.revisions[1]
+        with tls_server(old.chain, old.key) as port:
+            endpoint = issued.endpoint(port)
+            runner.probe_endpoint(endpoint.pk)
+        # Added, and revision 2 issued, two hours ago.
+        Endpoint.objects.filter(pk=endpoint.pk).update(
+            created_at=timezone.now() - timedelta(hours=2)
+        )
+        now = timezone.now()
+        assert certificate_counts(now)["Stale"] == 1
+        client = _client(make_user)
+        html = client.get("/partials/dashboard/deployments/").content.decode()
+        assert '<strong id="deploy-stale">1</strong> certificate deployed: stale' in html
+        for minute in range(3):
+            deliver.detect_pass(now + timedelta(minutes=minute))
+            deliver.deliver_due(now + timedelta(minutes=minute))
+        assert len(receiver.posts) == 1
+        assert b"still serves revision 1, not the current revision 2" in receiver.posts[0].body
+        new = issued.revisions[2]
+        with tls_server(new.chain, new.key) as port:
+            Endpoint.objects.filter(pk=endpoint.pk).update(port=port)
+            runner.probe_endpoint(endpoint.pk)
+        later = timezone.now() + timedelta(minutes=3)
+        assert certificate_counts(later)["Deployed"] == 1
+        for minute in range(3):
+            deliver.detect_pass(later + timedelta(minutes=minute))
+            deliver.deliver_due(later + timedelta(minutes=minute))
+        assert len(receiver.posts) == 2
+        assert b"serves the current revision (2)" in receiver.posts[1].body
