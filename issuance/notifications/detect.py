@@ -403,9 +403,10 @@ def _endpoint_text(endpoint: Endpoint, rule: NotificationRule) -> tuple[str, str
 
 def _endpoints(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
     """An endpoint condition: one message per episode (the endpoint and since when it is in
-    the condition), and with notify_resolved one more when the episode ends. Three queries:
+    the condition), and with notify_resolved one more when the episode ends. Three or four queries:
     the endpoints in the condition, the episodes this channel was told about and not told
-    the end of, and those episodes' endpoints."""
+    the end of, those episodes' endpoints (and, for removed ones, their certificates'
+    issuers)."""
     condition = canonical_condition(rule.condition)
     base = (
         Endpoint.objects.select_related("certificate", "certificate__issuer")
@@ -443,6 +444,16 @@ def _endpoints(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
     )
     ids = {int(instance.split("@", 1)[0]) for _, instance, _ in told if instance[:1].isdigit()}
     still = {e.pk: e for e in base.filter(pk__in=ids)}
+    # The issuer of a removed endpoint's certificate, for the rule's issuer pattern (gone
+    # with the certificate when that was deleted).
+    removed = {subject.split("/", 1)[-1] for subject, instance, _ in told} - {
+        e.certificate.name for e in still.values()
+    }
+    issuers = dict(
+        Certificate.objects.filter(name__in=removed).values_list("name", "issuer__name")
+        if removed
+        else ()
+    )
     matching = set(base.filter(wanted, pk__in=ids).values_list("pk", flat=True))
     for subject, instance, told_at in told:
         row = still.get(int(instance.split("@", 1)[0])) if instance[:1].isdigit() else None
@@ -452,7 +463,7 @@ def _endpoints(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
                 condition,
                 subject,
                 name,
-                "",
+                issuers.get(name, ""),
                 _RESOLVED + instance,
                 f"Endpoint removed: {name}",
                 f"An endpoint of certificate {name} that was reported "
