@@ -18,6 +18,7 @@ from issuance.models import (
     CertificateRequest,
     Challenge,
     Cluster,
+    Endpoint,
     Issuer,
     Order,
     RoleScope,
@@ -215,3 +216,69 @@ def scoped_user(username: str, role: str, *scopes: tuple[Cluster, str]) -> User:
     for cluster, namespace in scopes:
         RoleScope.objects.create(user=user, cluster=cluster, namespace=namespace)
     return user
+
+
+# What a probe stores (issuance/probing/assess.py) for each state of an endpoint, set straight
+# on the row by tests of what is read from the probes (the probing is tested in
+# tests/probing/ against real servers).
+_PROBED_MATCH = {
+    "Deployed": "current",
+    "Stale": "previous",
+    "Deploying": "previous",
+    "Mismatch": "foreign",
+    "Unreachable": "error",
+    "Unchecked": "",
+}
+
+
+def make_endpoint(
+    cert: Certificate,
+    host: str,
+    state: str,
+    *,
+    now: datetime | None = None,
+    port: int = 443,
+    **probe: Any,
+) -> Endpoint:
+    """An endpoint of `cert` whose last probe puts it in `state` (deployment.state_of's
+    words) at `now`; `probe` overrides fields of the stored probe record."""
+    now = now or timezone.now()
+    match = _PROBED_MATCH[state]
+    # Stale: the current revision was issued two hours ago; Deploying: ten minutes ago.
+    issued = now - (timedelta(hours=2) if state != "Deploying" else timedelta(minutes=10))
+    record: dict[str, Any] | None = None
+    if match:
+        record = {
+            "probedAt": now.isoformat(),
+            "durationMs": 12,
+            "match": match,
+            "revision": {"current": 2, "previous": 1}.get(match),
+            "behind": {"current": 0, "previous": 1}.get(match),
+            "error": "connection refused" if match == "error" else "",
+            "errorKind": "refused" if match == "error" else "",
+            "tlsVersion": "" if match == "error" else "TLSv1.3",
+            "fingerprintSha256": "" if match == "error" else f"{host}-{match}".ljust(64, "0"),
+            "serial": "" if match == "error" else "1a2b",
+            "subject": "" if match == "error" else f"CN={host}",
+            "issuer": "" if match == "error" else "CN=test CA",
+            "notAfter": None if match == "error" else "2027-06-01T00:00:00Z",
+            "expired": False,
+            "chainVerified": match != "error",
+            "chainError": "",
+            "hostnameMatch": match != "error",
+            "chain": [],
+            **probe,
+        }
+    return Endpoint.objects.create(
+        certificate=cert,
+        host=host,
+        port=port,
+        created_at=now - timedelta(days=1),
+        revision_issued_at=issued,
+        probed_at=now if match else None,
+        last_probe=record,
+        match=match,
+        served_revision=record["revision"] if record else None,
+        served_fingerprint=record["fingerprintSha256"] if record else "",
+        served_since=now if match else None,
+    )

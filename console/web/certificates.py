@@ -35,7 +35,12 @@ from issuance.models import (
 )
 from issuance.operations import actions
 from issuance.pki.x509 import CertInfo, cert_info
-from issuance.probing.deployment import deployment, state_of
+from issuance.probing.deployment import (
+    certificate_q,
+    deployment,
+    state_of,
+    state_of_filter_value,
+)
 from issuance.specs.certificate import apply_certificate_ex
 from issuance.specs.errors import SpecError
 
@@ -63,6 +68,8 @@ def _filtered(form: CertificateFilterForm) -> QuerySet[Certificate]:
         qs = qs.filter(issuer__name=data["issuer"])
     if data["backoff"]:
         qs = qs.filter(next_retry_time__gt=timezone.now())
+    if data["deployed"]:
+        qs = qs.filter(certificate_q(state_of_filter_value(data["deployed"]), timezone.now()))
     return qs
 
 
@@ -93,6 +100,9 @@ def _mirrored_filtered(
         qs = qs.filter(issuer_name=data["issuer"])
     if data["backoff"]:
         qs = qs.filter(next_retry_at__gt=now)
+    if data["deployed"]:
+        # Endpoints belong to the console's own certificates: no mirrored one matches.
+        qs = qs.none()
     return qs
 
 

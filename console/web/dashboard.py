@@ -39,6 +39,7 @@ from issuance.models import (
     Notification,
 )
 from issuance.observability.stats import stats
+from issuance.probing.deployment import certificate_counts
 
 LIST_LIMIT = 10
 # How the challenges controller words a failing self check in `reason`.
@@ -178,6 +179,20 @@ def notifications_context() -> dict[str, Any]:
     return {"notify_failures": failing.count(), "notify_latest": latest}
 
 
+def deployments_context() -> dict[str, Any]:
+    """Certificates whose endpoints do not all serve the current revision
+    (docs/verifying-deployments.md): one query, whatever the number of certificates."""
+    counts = certificate_counts(timezone.now())
+    watched = sum(n for state, n in counts.items() if state)
+    return {
+        "deploy_watched": watched,
+        "deploy_stale": counts["Stale"],
+        "deploy_mismatch": counts["Mismatch"],
+        "deploy_unreachable": counts["Unreachable"],
+        "deploy_deployed": counts["Deployed"],
+    }
+
+
 def charts_context() -> dict[str, Any]:
     """The three charts (issuance/observability/stats.py: three grouped queries)."""
     return {"charts": charts(stats())}
@@ -193,6 +208,7 @@ SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
     "approvals": approvals_context,
     "charts": charts_context,
     "notifications": notifications_context,
+    "deployments": deployments_context,
 }
 
 

@@ -29,6 +29,22 @@ class CertificateFilterForm(forms.Form):
     )
     issuer = forms.CharField(required=False, max_length=253)
     backoff = forms.BooleanField(required=False, label="in failure backoff")
+    # What the endpoints serve (issuance/probing/deployment.py); the console's own
+    # certificates only (mirrored ones have no endpoints here).
+    deployed = forms.ChoiceField(
+        required=False,
+        label="Deployed",
+        choices=[
+            ("", "any deployment"),
+            ("stale", "Deployed: stale"),
+            ("mismatch", "Mismatch"),
+            ("unreachable", "Unreachable"),
+            ("deploying", "Deploying"),
+            ("unchecked", "Unchecked"),
+            ("deployed", "Deployed"),
+            ("none", "no endpoints"),
+        ],
+    )
 
 
 class DecisionForm(forms.Form):

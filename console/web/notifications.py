@@ -80,9 +80,9 @@ class RuleForm(forms.Form):
         max_value=rules.MAX_THRESHOLD,
         required=False,  # empty (stored as 0): the condition's default, as the help says
         widget=forms.NumberInput(attrs={"placeholder": "default"}),
-        help_text="Days for “expiring”, minutes for “waiting for approval” and for “cluster "
-        "unreachable”; leave empty for the default (14 days, 30 minutes, 1 minute). "
-        "Unused otherwise.",
+        help_text="Days for “expiring” and “served certificate expiring”, minutes for “waiting "
+        "for approval”, “cluster unreachable” and “endpoint unreachable”; leave empty for the "
+        "default (14 days, 30 minutes, 1 minute, 10 minutes). Unused otherwise.",
     )
     name_pattern = forms.CharField(
         required=False,
@@ -96,7 +96,8 @@ class RuleForm(forms.Form):
         label="Also when resolved",
         required=False,
         help_text="“Cluster unreachable”: one more message when the cluster is reachable "
-        "again. Unused otherwise.",
+        "again; the endpoint conditions: when the endpoint is well again or removed. Unused "
+        "otherwise.",
     )
 
 

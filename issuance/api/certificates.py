@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -43,7 +44,14 @@ from issuance.models import (
 )
 from issuance.observability import events
 from issuance.operations import actions
-from issuance.probing.deployment import Deployment, deployment, state_of
+from issuance.probing.deployment import (
+    FILTER_VALUES,
+    Deployment,
+    certificate_q,
+    deployment,
+    state_of,
+    state_of_filter_value,
+)
 from issuance.shapes import CaUnreachable
 from issuance.specs import apply_certificate_ex
 from issuance.specs.certificate import CertificateExists
@@ -315,6 +323,10 @@ def _labels(body: dict[str, Any]) -> Any:
     return {} if labels is None else labels
 
 
+def _deployed_q(value: str) -> Q:
+    return certificate_q(state_of_filter_value(value), timezone.now())
+
+
 class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ResourceViewSet):
     """Certificates. Filters: `search` (name, commonName, DNS names), `state`, `issuer`."""
 
@@ -332,6 +344,15 @@ class CertificateViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Resou
         ),
         QueryFilter("state", "state", choices=tuple(CertificateState.values)),
         QueryFilter("issuer", "issuer__name", "issuer name"),
+        QueryFilter(
+            "deployed",
+            "",
+            "what the endpoints serve: the certificates whose status.deployment.state is "
+            "Stale, Mismatch, Unreachable, Deploying, Unchecked or Deployed (lower-cased), "
+            "or none for those with no endpoints (docs/verifying-deployments.md)",
+            choices=FILTER_VALUES,
+            to_q=_deployed_q,
+        ),
     )
 
     def get_queryset(self) -> Any:

@@ -241,8 +241,9 @@ class RuleFieldsSerializer(StrictSerializer):
     notifyResolved = StrictBooleanField(
         source="notify_resolved",
         required=False,
-        help_text="“cluster unreachable”: one more message when the cluster is reachable again "
-        "(default false); unused by the other conditions.",
+        help_text="“cluster unreachable”: one more message when the cluster is reachable again; "
+        "the endpoint conditions (endpoint_*): one more when the endpoint is well again or "
+        "removed (default false); unused by the other conditions.",
     )
 
 

@@ -19,11 +19,11 @@ checks cannot drift apart.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend
 from rest_framework.pagination import LimitOffsetPagination
@@ -45,7 +45,8 @@ DECIMAL = re.compile(r"[0-9]{1,19}")
 
 @dataclass(frozen=True)
 class QueryFilter:
-    """`?param=value` → `queryset.filter(lookup=value)`; an empty text value filters nothing."""
+    """`?param=value` → `queryset.filter(lookup=value)`, or `queryset.filter(to_q(value))`
+    for a filter that is no single lookup; an empty text value filters nothing."""
 
     param: str
     lookup: str
@@ -53,6 +54,7 @@ class QueryFilter:
     choices: tuple[str, ...] = ()
     boolean: bool = False
     lowercase: bool = False
+    to_q: Callable[[Any], Q] | None = None
 
     def parse(self, raw: str) -> str | bool | None:
         """The value to filter by (None: no filter); ValueError says what is wrong."""
@@ -174,8 +176,13 @@ class QueryFilterBackend(BaseFilterBackend):
             return queryset  # a detail lookup is by name alone
         checked: dict[str, Any] = getattr(view, "query", {})
         for query_filter in getattr(view, "filters", ()):
-            if query_filter.param in checked:
-                queryset = queryset.filter(**{query_filter.lookup: checked[query_filter.param]})
+            if query_filter.param not in checked:
+                continue
+            value = checked[query_filter.param]
+            if query_filter.to_q is not None:
+                queryset = queryset.filter(query_filter.to_q(value))
+            else:
+                queryset = queryset.filter(**{query_filter.lookup: value})
         return queryset
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:

@@ -21,6 +21,11 @@ class NotificationCondition(models.TextChoices):
     ARI_MOVED = "ari_moved", "ARI window moved earlier"
     # The CSR connector or a cert-manager Cluster (issuance/notifications/detect.py).
     CLUSTER_UNREACHABLE = "cluster_unreachable", "Cluster unreachable"
+    # What an endpoint of a Certificate serves (issuance/probing/; detect.py).
+    ENDPOINT_STALE = "endpoint_stale", "Served certificate stale"
+    ENDPOINT_UNREACHABLE = "endpoint_unreachable", "Endpoint unreachable"
+    ENDPOINT_MISMATCH = "endpoint_mismatch", "Served chain or hostname mismatch"
+    ENDPOINT_EXPIRING = "endpoint_expiring", "Served certificate expiring"
     TEST = "test", "Test message"
     DIGEST = "digest", "Daily digest"
 
@@ -91,12 +96,14 @@ class NotificationRule(models.Model):
     name = models.CharField(max_length=253, unique=True, validators=[validate_resource_name])
     channel = models.ForeignKey(NotificationChannel, on_delete=models.CASCADE, related_name="rules")
     condition = models.CharField(max_length=32, choices=NotificationCondition.choices)
-    # Days (expiring), minutes (approval waiting, cluster unreachable); unused otherwise.
+    # Days (expiring, served certificate expiring), minutes (approval waiting, cluster and
+    # endpoint unreachable); unused otherwise.
     threshold = models.PositiveIntegerField(default=0)
     # Optional fnmatch pattern on the certificate (or request) name and on the issuer name.
     name_pattern = models.CharField(max_length=253, blank=True, default="")
     issuer_pattern = models.CharField(max_length=253, blank=True, default="")
-    # Also send a message when the condition ends (cluster unreachable: reachable again).
+    # Also send a message when the condition ends (cluster unreachable: reachable again; the
+    # endpoint conditions: the endpoint serves well again, or was removed).
     notify_resolved = models.BooleanField(default=False)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)

@@ -9,11 +9,13 @@ date after a renewal that did not help.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from django.db.models import Q
+from django.db.models import CharField, Exists, F, OuterRef, Q, Value
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Concat
 
 from issuance.models import (
     AcmeServer,
@@ -22,6 +24,7 @@ from issuance.models import (
     CertificateRequest,
     Cluster,
     ClusterState,
+    Endpoint,
     Event,
     KubeConnectorState,
     Notification,
@@ -29,6 +32,7 @@ from issuance.models import (
     NotificationRule,
     canonical_condition,
 )
+from issuance.probing.deployment import STALE_AFTER, endpoint_q
 
 # At most this many subjects per rule and pass (a flood is reported over several passes;
 # the ones already reported are skipped by the unique key, so the pass moves on).
@@ -305,7 +309,218 @@ def _unreachable(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
             )
 
 
-_FINDERS = {
+# Endpoint unreachable: reported once it has lasted this long (a rule's threshold, in minutes,
+# overrides it) and a second probe has seen it. A probe of a server that is not serving the
+# current revision is repeated every 10 minutes (issuance/probing/schedule.py), so a server
+# restarted during a probe is seen again, and well, before anyone is paged.
+ENDPOINT_UNREACHABLE_AFTER = timedelta(minutes=10)
+# Served certificate expiring: within this many days (a rule's threshold overrides it).
+ENDPOINT_EXPIRING_DAYS = 14
+_RESOLVED = "resolved:"
+
+
+def _iso_z(moment: datetime) -> str:
+    # As the probe stores notAfter (issuance/probing/assess.py), so that text compares as time.
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _endpoint_condition(rule: NotificationRule, now: datetime) -> Q:
+    """The endpoints in the rule's condition now, as a filter on Endpoint."""
+    c = canonical_condition(rule.condition)
+    if c == NotificationCondition.ENDPOINT_STALE:
+        return endpoint_q("Stale", now)
+    if c == NotificationCondition.ENDPOINT_UNREACHABLE:
+        after = timedelta(minutes=rule.threshold) if rule.threshold else ENDPOINT_UNREACHABLE_AFTER
+        # served_since is the first probe that failed, probed_at the last one.
+        return Q(match="error", served_since__lte=now - after, probed_at__gt=F("served_since"))
+    if c == NotificationCondition.ENDPOINT_MISMATCH:
+        read = Q(match__in=("current", "previous", "foreign"))
+        wrong = (
+            Q(match="foreign")
+            | Q(last_probe__chainVerified=False)
+            | Q(last_probe__hostnameMatch=False)
+        )
+        return read & wrong
+    # ENDPOINT_EXPIRING: the served leaf, whichever it is.
+    days = rule.threshold or ENDPOINT_EXPIRING_DAYS
+    cutoff = _iso_z(now + timedelta(days=days))
+    return Q(match__in=("current", "previous", "foreign"), not_after_text__lte=cutoff)
+
+
+def _episode(endpoint: Endpoint, condition: str) -> str:
+    """What makes one episode of an endpoint's condition: the endpoint and since when it
+    serves what it serves (or fails as it fails); for expiry, the served leaf's notAfter."""
+    if condition == NotificationCondition.ENDPOINT_EXPIRING:
+        probe = endpoint.typed_last_probe
+        return f"{endpoint.pk}@{probe['notAfter'] if probe else '?'}"
+    return f"{endpoint.pk}@{endpoint.served_since.isoformat() if endpoint.served_since else '?'}"
+
+
+def _endpoint_text(endpoint: Endpoint, rule: NotificationRule) -> tuple[str, str]:
+    """Title and body of an endpoint's condition."""
+    cert = endpoint.certificate
+    probe = endpoint.typed_last_probe
+    where = f"{endpoint.address} (certificate {cert.name})"
+    since = _iso(endpoint.served_since)
+    c = canonical_condition(rule.condition)
+    if c == NotificationCondition.ENDPOINT_STALE:
+        served = f"revision {endpoint.served_revision}" if endpoint.served_revision else "?"
+        return (
+            f"Served certificate stale: {cert.name}",
+            f"{where} still serves {served}, not the current revision {cert.revision}, "
+            f"more than {_duration(STALE_AFTER.total_seconds())} after it was issued "
+            f"(serving it since {since}). Reload the server.",
+        )
+    if c == NotificationCondition.ENDPOINT_UNREACHABLE:
+        error = f"{probe['errorKind']}: {probe['error']}" if probe else "no error recorded"
+        return (
+            f"Endpoint unreachable: {cert.name}",
+            f"{where} could not be read since {since} (last probe {_iso(endpoint.probed_at)}): "
+            f"{error}",
+        )
+    if c == NotificationCondition.ENDPOINT_MISMATCH:
+        problems = []
+        if endpoint.match == "foreign":
+            problems.append(
+                f"serves a certificate this one never had ({probe and probe['subject']})"
+            )
+        if probe and not probe["chainVerified"]:
+            problems.append(f"the chain does not verify: {probe['chainError']}")
+        if probe and not probe["hostnameMatch"]:
+            problems.append(f"the certificate does not name {endpoint.name_checked}")
+        return (
+            f"Served chain or hostname mismatch: {cert.name}",
+            f"{where}: {'; '.join(problems) or 'mismatch'} (since {since}).",
+        )
+    not_after = probe["notAfter"] if probe else "?"
+    return (
+        f"Served certificate expiring: {cert.name}",
+        f"{where} serves a certificate that expires at {not_after} (serial "
+        f"{probe['serial'] if probe else '?'}; threshold {rule.threshold or ENDPOINT_EXPIRING_DAYS} "
+        f"days).",
+    )
+
+
+def _endpoints(rule: NotificationRule, now: datetime) -> Iterator[Finding]:
+    """An endpoint condition: one message per episode (the endpoint and since when it is in
+    the condition), and with notify_resolved one more when the episode ends. Three or four queries:
+    the endpoints in the condition, the episodes this channel was told about and not told
+    the end of, those episodes' endpoints (and, for removed ones, their certificates'
+    issuers)."""
+    condition = canonical_condition(rule.condition)
+    base = (
+        Endpoint.objects.select_related("certificate", "certificate__issuer")
+        # The probe's notAfter as plain text (ISO 8601, "Z"): compared as text, not as JSON.
+        .annotate(not_after_text=Cast(KT("last_probe__notAfter"), CharField()))
+        .order_by("pk")
+    )
+    wanted = _endpoint_condition(rule, now)
+    for endpoint in base.filter(wanted)[:LIMIT]:
+        title, body = _endpoint_text(endpoint, rule)
+        cert = endpoint.certificate
+        yield Finding(
+            condition,
+            f"Certificate/{cert.name}",
+            cert.name,
+            cert.issuer.name,
+            _episode(endpoint, condition),
+            title,
+            body,
+        )
+    if not rule.notify_resolved:
+        return
+    ended = Notification.objects.filter(
+        channel_id=rule.channel_id,
+        condition=condition,
+        subject=OuterRef("subject"),
+        instance=Concat(Value(_RESOLVED), OuterRef("instance")),
+    )
+    told = list(
+        Notification.objects.filter(channel_id=rule.channel_id, condition=condition)
+        .exclude(instance__startswith=_RESOLVED)
+        .filter(~Exists(ended))
+        .order_by("-created_at", "-id")
+        .values_list("subject", "instance", "created_at")[:LIMIT]
+    )
+    ids = {int(instance.split("@", 1)[0]) for _, instance, _ in told if instance[:1].isdigit()}
+    still = {e.pk: e for e in base.filter(pk__in=ids)}
+    # The issuer of a removed endpoint's certificate, for the rule's issuer pattern (gone
+    # with the certificate when that was deleted).
+    removed = {subject.split("/", 1)[-1] for subject, instance, _ in told} - {
+        e.certificate.name for e in still.values()
+    }
+    issuers = dict(
+        Certificate.objects.filter(name__in=removed).values_list("name", "issuer__name")
+        if removed
+        else ()
+    )
+    matching = set(base.filter(wanted, pk__in=ids).values_list("pk", flat=True))
+    for subject, instance, told_at in told:
+        row = still.get(int(instance.split("@", 1)[0])) if instance[:1].isdigit() else None
+        name = subject.split("/", 1)[-1]
+        if row is None:
+            yield Finding(
+                condition,
+                subject,
+                name,
+                issuers.get(name, ""),
+                _RESOLVED + instance,
+                f"Endpoint removed: {name}",
+                f"An endpoint of certificate {name} that was reported "
+                f"({NotificationCondition(condition).label.lower()}, {_iso(told_at)}) was "
+                "removed: it is no longer checked.",
+            )
+            continue
+        if _episode(row, condition) == instance and (
+            row.pk in matching
+            # A newer revision issued while the old one is still served: Deploying again
+            # for an hour, then stale again, and the same episode all along.
+            or (condition == NotificationCondition.ENDPOINT_STALE and row.match == "previous")
+        ):
+            continue  # the same episode goes on
+        # When the episode ended: the probe that first saw what is served now, or else the
+        # last probe. An ending seen long ago (a rule switched to notify_resolved since) is
+        # not news.
+        seen = row.served_since
+        if seen is None or seen <= told_at:
+            seen = row.probed_at
+        if seen is None or seen < now - RESOLVED_WITHIN:
+            continue
+        cert = row.certificate
+        yield Finding(
+            condition,
+            subject,
+            cert.name,
+            cert.issuer.name,
+            _RESOLVED + instance,
+            f"Resolved: {NotificationCondition(condition).label.lower()}: {cert.name}",
+            f"{row.address} (certificate {cert.name}) is no longer "
+            f"{_ENDED[condition]} (since {_iso(seen)}): it now "
+            f"{_now_serving(row)}.",
+        )
+
+
+_ENDED: dict[str, str] = {
+    NotificationCondition.ENDPOINT_STALE: "serving an older revision",
+    NotificationCondition.ENDPOINT_UNREACHABLE: "unreachable",
+    NotificationCondition.ENDPOINT_MISMATCH: "serving a mismatched chain or name",
+    NotificationCondition.ENDPOINT_EXPIRING: "serving that expiring certificate",
+}
+
+
+def _now_serving(endpoint: Endpoint) -> str:
+    if endpoint.match == "current":
+        return f"serves the current revision ({endpoint.served_revision})"
+    if endpoint.match == "previous":
+        return f"serves revision {endpoint.served_revision}"
+    if endpoint.match == "foreign":
+        return "serves a certificate this one never had"
+    if endpoint.match == "error":
+        return "cannot be read"
+    return "is not probed yet"
+
+
+_FINDERS: dict[str, Callable[[NotificationRule, datetime], Iterator[Finding]]] = {
     NotificationCondition.ISSUANCE_FAILED: _certificates,
     NotificationCondition.BACKOFF: _certificates,
     NotificationCondition.EXPIRING: _certificates,
@@ -314,6 +529,10 @@ _FINDERS = {
     NotificationCondition.CA_PAUSED: _servers,
     NotificationCondition.ARI_MOVED: _ari,
     NotificationCondition.CLUSTER_UNREACHABLE: _unreachable,
+    NotificationCondition.ENDPOINT_STALE: _endpoints,
+    NotificationCondition.ENDPOINT_UNREACHABLE: _endpoints,
+    NotificationCondition.ENDPOINT_MISMATCH: _endpoints,
+    NotificationCondition.ENDPOINT_EXPIRING: _endpoints,
 }
 
 

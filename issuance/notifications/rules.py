@@ -32,9 +32,9 @@ CONDITIONS: tuple[str, ...] = tuple(
 CONDITION_CHOICES = [(c, NotificationCondition(c).label) for c in CONDITIONS]
 MAX_THRESHOLD = 100000
 THRESHOLD_HELP = (
-    "Days for “expiring” (0: the default, 14), minutes for “waiting for approval” (0: the "
-    "default, 30) and for “cluster unreachable” (0: the default, 1); unused by the other "
-    "conditions."
+    "Days for “expiring” and “served certificate expiring” (0: the default, 14), minutes for "
+    "“waiting for approval” (0: the default, 30), for “cluster unreachable” (0: the default, "
+    "1) and for “endpoint unreachable” (0: the default, 10); unused by the other conditions."
 )
 PATTERN_MAX = 253
 # A pattern is matched (fnmatch) against resource names, which hold only these characters:

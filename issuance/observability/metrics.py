@@ -47,6 +47,7 @@ from issuance.models import (
     OrderState,
     RequestState,
 )
+from issuance.probing import deployment
 
 # Everything /metrics shows, and nothing else (not the process-global default registry).
 REGISTRY = CollectorRegistry()
@@ -90,6 +91,7 @@ class DatabaseCollector:
         yield from self._certificates()
         yield from self._counts()
         yield from self._scheduler()
+        yield from self._deployments()
         yield from self._issuers()
         names: list[str] = []
         yield from _clusters(names)
@@ -166,9 +168,11 @@ class DatabaseCollector:
             by_state.add_metric([state], counts.get(state, 0))
         yield by_state
 
+        # The deployment states (what the endpoints serve) in the same query.
         backoff = Certificate.objects.aggregate(
             in_backoff=Count("id", filter=Q(next_retry_time__gt=now)),
             failed_attempts=Sum("failed_issuance_attempts"),
+            **deployment.certificate_count_aggregates(now),
         )
         in_backoff = GaugeMetricFamily(
             "issuance_certificates_in_backoff",
@@ -182,6 +186,15 @@ class DatabaseCollector:
         )
         failed.add_metric([], backoff["failed_attempts"] or 0)
         yield failed
+        certificates = GaugeMetricFamily(
+            "issuance_certificate_deployments",
+            "Certificates by deployment state (status.deployment.state: Stale, Mismatch, "
+            "Unreachable, Deploying, Unchecked, Deployed; none for no endpoints).",
+            labels=["state"],
+        )
+        for state, n in deployment.counts_of(backoff).items():
+            certificates.add_metric([state or "none"], n)
+        yield certificates
 
         requests = GaugeMetricFamily(
             "issuance_certificate_requests",
@@ -206,6 +219,21 @@ class DatabaseCollector:
         for label, n in order_totals.items():
             orders.add_metric([label], n or 0)
         yield orders
+
+    def _deployments(self) -> Iterator[Metric]:
+        """What the endpoints' last probes found (docs/verifying-deployments.md): one aggregate
+        query. The certificates' deployment states are counted in `_counts`."""
+        now = timezone.now()
+        endpoints = GaugeMetricFamily(
+            "issuance_endpoints",
+            "Endpoints by what their last probe found (Deployed: the current revision; "
+            "Deploying or Stale: an older one, Stale an hour after the new one was issued; "
+            "Mismatch: a certificate from elsewhere; Unreachable; Unchecked: not probed yet).",
+            labels=["state"],
+        )
+        for state, n in deployment.endpoint_counts(now).items():
+            endpoints.add_metric([state], n)
+        yield endpoints
 
     def _scheduler(self) -> Iterator[Metric]:
         counts = Challenge.objects.aggregate(

@@ -12,7 +12,7 @@ from pytest_django import DjangoAssertNumQueries
 
 from issuance.acme import health
 from issuance.models import CertificateRequest, Event, Issuer
-from tests.factories import csr_pem, make_certificate
+from tests.factories import csr_pem, make_certificate, make_endpoint
 from tests.web.builders import acme_chain, backoff_certificate, ready_certificate
 
 pytestmark = pytest.mark.django_db
@@ -57,6 +57,7 @@ def test_hostile_strings_are_escaped_everywhere(client_for: ClientFor, issuer: I
         "/challenges/",
         "/partials/certificates/shop/timeline/",
         "/partials/dashboard/challenges/",
+        "/partials/dashboard/deployments/",
     ]
     for url in pages:
         html = client.get(url).content.decode()
@@ -84,6 +85,9 @@ def _many_certificates(issuer: Issuer, n: int, prefix: str) -> None:
         if i % 10 == 0:
             cert = make_certificate(f"{prefix}acme-{i:04d}", issuer)
             acme_chain(cert, issuer)
+            # Endpoints in every state: the Deployments card and the deployed filter.
+            for state in ("Deployed", "Stale", "Mismatch", "Unreachable"):
+                make_endpoint(cert, f"{state.lower()}.example.test", state, now=now)
             Event.objects.create(
                 kind="Certificate",
                 name=cert.name,
@@ -105,12 +109,16 @@ PAGES = [
     "/certificates/",
     "/certificates/?q=cert-00&state=Failed",
     "/certificates/?issuer=selfsigned&page=2",
+    "/certificates/?deployed=stale",
+    "/certificates/?deployed=deployed",
+    "/certificates/?deployed=none",
     "/requests/",
     "/issuers/",
     "/orders/",
     "/challenges/",
     "/challenges/?status=processing",
     "/partials/dashboard/challenges/",
+    "/partials/dashboard/deployments/",
     "/partials/certificates/",
 ]
 
