@@ -91,7 +91,16 @@ def test_certificate_create_shape_and_normalization(
     )
     assert response.status_code == 201, response.content
     body = response.json()
-    assert set(body) == {"name", "generation", "createdAt", "updatedAt", "spec", "status"}
+    assert set(body) == {
+        "name",
+        "metadata",
+        "generation",
+        "createdAt",
+        "updatedAt",
+        "spec",
+        "status",
+    }
+    assert body["metadata"] == {"name": "shop", "labels": {}}
     assert set(body["status"]) == CERT_STATUS_KEYS
     assert body["spec"]["dnsNames"] == ["shop.example.test", "*.shop.example.test"]
     assert body["spec"]["ipAddresses"] == ["2001:db8::1"]
