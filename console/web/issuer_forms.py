@@ -227,45 +227,67 @@ def _match_labels(text: str) -> dict[str, str]:
 
 
 def _solvers(data: Mapping[str, Any], old_solvers: list[Any]) -> list[dict[str, Any]]:
+    """The solvers from the form's slots. Each starts from the stored solver in its slot, so
+    what the form has no input for (waitInsteadOfSelfCheck, HTTP-01 ingress settings, a
+    provider's fields the form does not show, a cert-manager-form webhook) survives an edit;
+    the form's own inputs replace theirs."""
     solvers = []
     for i in range(slot_count(data)):
         prefix = f"solver-{i}-"
         kind = _get(data, prefix + "type")
         if kind not in ("http01", "dns01"):
             continue
-        solver: dict[str, Any] = {}
-        selector: dict[str, Any] = {}
+        old = old_solvers[i] if i < len(old_solvers) and isinstance(old_solvers[i], dict) else {}
+        solver: dict[str, Any] = copy.deepcopy(old)
+        old_selector = solver.get("selector")
+        selector: dict[str, Any] = dict(old_selector) if isinstance(old_selector, dict) else {}
         for key, name in (("dnsZones", "dns_zones"), ("dnsNames", "dns_names")):
             items = _lines(str(data.get(prefix + name) or ""))
             if items:
                 selector[key] = items
+            else:
+                selector.pop(key, None)
         labels = _match_labels(str(data.get(prefix + "match_labels") or ""))
         if labels:
             selector["matchLabels"] = labels
+        else:
+            selector.pop("matchLabels", None)
         if selector:
             solver["selector"] = selector
-        if kind == "http01":
-            solver["http01"] = {}
         else:
-            provider = _get(data, prefix + "provider")
-            old = (
-                old_solvers[i] if i < len(old_solvers) and isinstance(old_solvers[i], dict) else {}
-            )
-            old_dns01 = old.get("dns01") if isinstance(old.get("dns01"), dict) else {}
-            old_block = old_dns01.get(provider) if isinstance(old_dns01, dict) else None
-            dns01: dict[str, Any] = {}
-            if provider in PROVIDERS:
-                dns01[provider] = _provider_block(
-                    provider,
-                    data,
-                    f"{prefix}{provider}-",
-                    old_block if isinstance(old_block, dict) else {},
-                )
-            if data.get(prefix + "follow_cname"):
-                dns01["cnameStrategy"] = "Follow"
-            solver["dns01"] = dns01
+            solver.pop("selector", None)
+        if kind == "http01":
+            solver.pop("dns01", None)
+            if not isinstance(solver.get("http01"), dict):
+                solver["http01"] = {}
+        else:
+            solver.pop("http01", None)
+            solver["dns01"] = _dns01(data, prefix, old.get("dns01"))
         solvers.append(solver)
     return solvers
+
+
+def _dns01(data: Mapping[str, Any], prefix: str, old: Any) -> dict[str, Any]:
+    """A solver's dns01 block from its slot, over the stored one (`old`). A provider the form
+    does not offer (e.g. azureDNS) shows as none picked and is kept as stored."""
+    old_dns01: dict[str, Any] = dict(old) if isinstance(old, dict) else {}
+    provider = _get(data, prefix + "provider")
+    old_provider = next((p for p in old_dns01 if p != "cnameStrategy"), "")
+    if provider in PROVIDERS:
+        old_block = old_dns01.get(provider) if provider == old_provider else None
+        old_block = old_block if isinstance(old_block, dict) else {}
+        block = _provider_block(provider, data, f"{prefix}{provider}-", old_block)
+        if provider != "lexicon":  # lexicon's options are all shown: the form has them all
+            shown = {key for item in PROVIDERS[provider] for key in (item.key, item.ref) if key}
+            block = {**{k: v for k, v in old_block.items() if k not in shown}, **block}
+        dns01: dict[str, Any] = {provider: block}
+    elif old_provider and old_provider not in PROVIDERS:
+        dns01 = {old_provider: copy.deepcopy(old_dns01[old_provider])}
+    else:
+        dns01 = {}
+    if data.get(prefix + "follow_cname"):
+        dns01["cnameStrategy"] = "Follow"
+    return dns01
 
 
 def _acme(data: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from html.parser import HTMLParser
 from typing import Any
 
 import pytest
@@ -463,3 +464,89 @@ def test_lexicon_provider_options_and_credential(client_for: ClientFor) -> None:
     del bad["accept_tos"]
     response = admin.post("/issuers/lx/edit/", bad)
     assert "unknown option" in errors_of(response, "solver-0-lexicon-options")
+
+
+class _FormValues(HTMLParser):
+    """The values a browser would submit from a page's forms: text inputs, checked boxes,
+    selected options, text areas (enough for the issuer form)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[str, str] = {}
+        self._select: str | None = None
+        self._textarea: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        name = a.get("name", "")
+        if tag == "input" and name and a.get("type") not in ("submit", "button"):
+            if a.get("type") in ("checkbox", "radio"):
+                if "checked" in a:
+                    self.values[name] = a.get("value") or "on"
+            else:
+                self.values[name] = a.get("value", "")
+        elif tag == "select":
+            self._select = name
+        elif tag == "option" and self._select and "selected" in a:
+            self.values[self._select] = a.get("value", "")
+        elif tag == "textarea":
+            self._textarea = name
+            self.values[name] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select":
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea:
+            self.values[self._textarea] += data
+
+
+def test_saving_the_edit_form_unchanged_keeps_every_solver_field(client_for: ClientFor) -> None:
+    """Solver fields the form has no input for (waitInsteadOfSelfCheck, a cert-manager-form
+    webhook, Azure's managed identity) survive an edit: the form's solvers start from the
+    stored ones (they were dropped on save before)."""
+    solvers = [
+        {
+            "http01": {},
+            "waitInsteadOfSelfCheck": "30s",
+            "selector": {"matchLabels": {"team": "web"}},
+        },
+        {
+            "dns01": {
+                "webhook": {
+                    "groupName": "acme.example.com",
+                    "solverName": "example",
+                    "config": {"zone": "example.com"},
+                }
+            },
+            "selector": {"dnsZones": ["example.com"]},
+        },
+        {
+            "dns01": {
+                "azureDNS": {
+                    "subscriptionID": "sub",
+                    "resourceGroupName": "dns",
+                    "hostedZoneName": "example.org",
+                    "managedIdentity": {"clientID": "11111111-2222-3333-4444-555555555555"},
+                },
+                "cnameStrategy": "Follow",
+            },
+            "selector": {"dnsNames": ["www.example.org"]},
+        },
+    ]
+    spec = {"acme": {"server": STAGING, "email": "ops@example.com", "solvers": solvers}}
+    Issuer.objects.create(name="kept", kind="acme", spec=json.loads(json.dumps(spec)))
+    admin = client_for("admin")
+    page = admin.get("/issuers/kept/edit/")
+    assert page.status_code == 200
+    form = _FormValues()
+    form.feed(page.content.decode())
+    form.values.pop("csrfmiddlewaretoken", None)
+    response = admin.post("/issuers/kept/edit/", form.values)
+    assert response.status_code == 302, (
+        errors_of(response, "solver-0-type") or response.content[:3000]
+    )
+    assert Issuer.objects.get(name="kept").spec["acme"]["solvers"] == solvers
