@@ -78,15 +78,21 @@ def test_ca_refusal_fails_the_order_and_the_request_with_the_problem(ca: FakeCA)
     assert "a.example.test is forbidden" in outcome.message
 
 
-def test_no_matching_solver_is_an_errored_order_without_calling_the_ca(ca: FakeCA) -> None:
-    solvers = [{"selector": {"dnsZones": ["example.org"]}, "http01": {}}]
-    request = make_request(ca, ["*.example.test"], solvers)
+def _errored_for_want_of_a_solver(request: CertificateRequest) -> Order:
+    """The request's order after one reconcile: errored, as no solver fits its names."""
     acme_issuer.sign(request)
     order = Order.objects.get(request=request)
     orders.reconcile(order)
     order.refresh_from_db()
     assert order.state == "errored"
     assert "no configured challenge solver" in order.reason
+    return order
+
+
+def test_no_matching_solver_is_an_errored_order_without_calling_the_ca(ca: FakeCA) -> None:
+    solvers = [{"selector": {"dnsZones": ["example.org"]}, "http01": {}}]
+    request = make_request(ca, ["*.example.test"], solvers)
+    order = _errored_for_want_of_a_solver(request)
     assert "*.example.test" in order.reason
     assert ca.hits["/new-order"] == 0
     outcome = acme_issuer.sign(request)
@@ -279,11 +285,6 @@ def test_no_solver_matches_the_certificates_labels(ca: FakeCA) -> None:
     """Without the labels a solver asks for, the order fails before the CA is asked."""
     solvers = [{"selector": {"matchLabels": {"team": "a"}}, "http01": {}}]
     request = make_request(ca, ["a.example.test"], solvers)
-    acme_issuer.sign(request)
-    order = Order.objects.get(request=request)
-    orders.reconcile(order)
-    order.refresh_from_db()
-    assert order.state == "errored"
-    assert "no configured challenge solver" in order.reason
+    order = _errored_for_want_of_a_solver(request)
     assert ca.hits["/new-order"] == 0
     assert not Challenge.objects.filter(order=order).exists()

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 
 from tests.contract.world import Credentials, build
@@ -31,6 +32,14 @@ from tests.e2e.servers import free_port, manage_py, wait_for_tcp
 # 4.3 min on an idle 2-core machine; `make test` runs both passes and the checks at once,
 # and there a single run over the whole API once took longer than 25 min.
 RUN_TIMEOUT = 2400
+# Each contract module's pytestmark: PostgreSQL (the served process and the test share the
+# test database, committed rows: a transactional test), and room for the run.
+MARKS = [
+    pytest.mark.postgres,
+    pytest.mark.e2e,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(RUN_TIMEOUT + 120),
+]
 
 SCHEMATHESIS = [sys.executable, "-m", "schemathesis.cli"]
 CONFIG = Path(__file__).with_name("schemathesis.toml")

@@ -9,23 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.contract.runner import (
     BOOTSTRAP_PATHS,
     CERTIFICATE_PATHS,
-    RUN_TIMEOUT,
+    MARKS,
     Served,
     assert_clean,
     run_schemathesis,
 )
 
-pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.e2e,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.timeout(RUN_TIMEOUT + 120),
-]
+pytestmark = MARKS
 
 
 def test_main_api_with_an_admin_token(served: Served, tmp_path: Path) -> None:
