@@ -33,7 +33,7 @@ from tests.e2e.webstack import ServeStack, certificate_body, serve_on_private_po
 from tests.helpers import wait_for
 from tests.notifications.receivers import HttpReceiver, http_receiver
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.timeout(420)]
 
 NGINX = "/usr/sbin/nginx"
 AGENT = Path(__file__).resolve().parents[2] / "agent" / "issuance_agent.py"
