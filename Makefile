@@ -7,12 +7,13 @@ STAMP := $(VENV)/.installed
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 # Debian packages the real-server tests use (Pebble for ACME, BIND9 for DNS-01, Chromium for the
 # UI, a private PostgreSQL server and redis-server for the outage tests, systemd-analyze for the
-# units in deploy/systemd/, kubectl to render and dry-run deploy/kubernetes/).
+# units in deploy/systemd/, kubectl to render and dry-run deploy/kubernetes/, nginx for the
+# deployment-verification test with the agent).
 SYSTEM_PACKAGES := pebble bind9 bind9-utils chromium postgresql redis-server pdns-server \
-  pdns-backend-sqlite3 systemd kubectl
+  pdns-backend-sqlite3 systemd kubectl nginx
 SYSTEM_BINARIES := /usr/bin/pebble /usr/sbin/named /usr/bin/nsupdate /usr/bin/chromium \
   /usr/bin/redis-server /usr/sbin/pdns_server /usr/lib/x86_64-linux-gnu/pdns/libgsqlite3backend.so \
-  /usr/bin/systemd-analyze /usr/bin/kubectl
+  /usr/bin/systemd-analyze /usr/bin/kubectl /usr/sbin/nginx
 
 .PHONY: run test checks lint typecheck pytest-sqlite pytest-postgres system-deps node-deps venv clean \
   kube-apiserver docs docs-build docs-screenshots check-deploy
