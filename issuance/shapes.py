@@ -202,8 +202,39 @@ class SolverSelectorSpec(TypedDict, total=False):
     matchLabels: dict[str, str]  # all must be on the Certificate (metadata.labels)
 
 
+# Functional form: `class` is a Python keyword. cert-manager's `http01.ingress` settings are
+# stored as written, never used here (the Issuer is Ready=False SolverNotUsable;
+# acme/solvers/usability.py).
+Http01IngressSpec = TypedDict(
+    "Http01IngressSpec",
+    {
+        "class": str,
+        "ingressClassName": str,
+        "name": str,
+        "serviceType": str,  # ClusterIP or NodePort
+        "podTemplate": dict[str, Any],  # as the user gave it
+        "ingressTemplate": dict[str, Any],  # as the user gave it
+    },
+    total=False,
+)
+
+
+class Http01GatewayHTTPRouteSpec(TypedDict, total=False):
+    """cert-manager's `http01.gatewayHTTPRoute` settings: stored as written, never used here."""
+
+    serviceType: str  # ClusterIP or NodePort
+    labels: dict[str, Any]  # as the user gave it
+    parentRefs: list[dict[str, Any]]  # as the user gave them
+    podTemplate: dict[str, Any]  # as the user gave it
+
+
 class Http01Spec(TypedDict, total=False):
-    """`http01: {}`: the console answers HTTP-01 itself; nothing to configure."""
+    """`http01: {}`: the console answers HTTP-01 itself; nothing to configure. cert-manager's
+    ingress/gatewayHTTPRoute settings are kept only when non-empty, and make the solver not
+    usable here."""
+
+    ingress: Http01IngressSpec
+    gatewayHTTPRoute: Http01GatewayHTTPRouteSpec
 
 
 class Rfc2136Spec(TypedDict, total=False):

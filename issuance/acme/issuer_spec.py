@@ -13,6 +13,8 @@ from issuance.shapes import (
     AcmeIssuerSpec,
     Dns01Spec,
     ExternalAccountBinding,
+    Http01GatewayHTTPRouteSpec,
+    Http01IngressSpec,
     Http01Spec,
     Rfc2136Spec,
     SolverSelectorSpec,
@@ -64,10 +66,6 @@ TSIG_ALGORITHMS = ("HMACMD5", "HMACSHA1", "HMACSHA256", "HMACSHA512")
 EAB_ALGORITHMS = ("HS256", "HS384", "HS512")
 # cert-manager's dns01 blocks dns-lexicon cannot serve (specs/dns_providers.py says why).
 DNS01_PROVIDERS_UNSUPPORTED = ("acmeDNS", "akamai")
-HTTP01_SELF_SERVED = (
-    "this console answers HTTP-01 itself (at /.well-known/acme-challenge/ or with "
-    "`manage.py http01_solver`); use `http01: {}`"
-)
 _NAMESERVER = re.compile(
     r"^(?:\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<host>[^:\s\[\]]+))(?::(?P<port>\d+))?$"
 )
@@ -279,15 +277,68 @@ def _dns01(
     return out
 
 
+# cert-manager's settings for the Pods, Service, Ingress or HTTPRoute it creates for HTTP-01.
+# They are stored as written (a manifest applies unchanged) but need a cluster: an Issuer with
+# them is Ready=False SolverNotUsable (acme/solvers/usability.py).
+HTTP01_INGRESS_FIELDS = (
+    "class",
+    "ingressClassName",
+    "name",
+    "serviceType",
+    "podTemplate",
+    "ingressTemplate",
+)
+HTTP01_GATEWAY_FIELDS = ("serviceType", "labels", "parentRefs", "podTemplate")
+HTTP01_SERVICE_TYPES = ("ClusterIP", "NodePort")
+HTTP01_LOOSE_OBJECTS = ("podTemplate", "ingressTemplate", "labels")
+
+
+def _http01_settings(
+    value: Any, path: str, errors: Errors, fields: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """The non-null settings of an ingress/gatewayHTTPRoute block, checked only for shape."""
+    obj = check_object(value, path, errors, fields)
+    if obj is None:
+        return None
+    out: dict[str, Any] = {}
+    for key in fields:
+        if obj.get(key) is None:
+            continue
+        if key == "serviceType":
+            found: Any = opt_str(obj, key, path, errors, choices=HTTP01_SERVICE_TYPES)
+        elif key in HTTP01_LOOSE_OBJECTS:
+            found = obj[key] if isinstance(obj[key], dict) else None
+            if found is None:
+                errors.add(f"{path}.{key}", "must be an object")
+        elif key == "parentRefs":
+            found = opt_list(obj, key, path, errors)
+            for i, ref in enumerate(found or []):
+                if not isinstance(ref, dict):
+                    errors.add(f"{path}.{key}[{i}]", "must be an object")
+        else:
+            found = opt_str(obj, key, path, errors, max_len=1024)
+        if found is not None:
+            out[key] = found
+    return out
+
+
 def _http01(value: Any, path: str, errors: Errors) -> Http01Spec | None:
     obj = check_object(value, path, errors, ("ingress", "gatewayHTTPRoute"))
     if obj is None:
         return None
-    for key in ("ingress", "gatewayHTTPRoute"):
-        if key in obj and obj[key] not in ({}, None):
-            errors.add(f"{path}.{key}", f"unsupported settings: {HTTP01_SELF_SERVED}")
-    # Empty ingress/gatewayHTTPRoute blocks mean nothing here, so they are not kept.
-    return {}
+    out: Http01Spec = {}
+    if obj.get("ingress") is not None:
+        ingress = _http01_settings(obj["ingress"], f"{path}.ingress", errors, HTTP01_INGRESS_FIELDS)
+        # An empty block means nothing here (the console answers itself), so it is not kept.
+        if ingress:
+            out["ingress"] = cast(Http01IngressSpec, ingress)
+    if obj.get("gatewayHTTPRoute") is not None:
+        route = _http01_settings(
+            obj["gatewayHTTPRoute"], f"{path}.gatewayHTTPRoute", errors, HTTP01_GATEWAY_FIELDS
+        )
+        if route:
+            out["gatewayHTTPRoute"] = cast(Http01GatewayHTTPRouteSpec, route)
+    return out
 
 
 SOLVER_FIELDS = ("selector", "http01", "dns01", "waitInsteadOfSelfCheck")

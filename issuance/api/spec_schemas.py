@@ -724,12 +724,34 @@ def _solver() -> Schema:
             },
         }
     )
+    # cert-manager's cluster settings: only their shape is checked; stored as written, and a
+    # non-empty block makes the Issuer Ready=False SolverNotUsable (acme/solvers/usability.py).
+    loose: Schema = {"type": "object", "nullable": True, "description": "Stored as written."}
+    settings: dict[str, Schema] = {
+        "class": string(max_length=1024),
+        "ingressClassName": string(max_length=1024),
+        "name": string(max_length=1024),
+        "serviceType": enum(acme_spec.HTTP01_SERVICE_TYPES),
+        "podTemplate": loose,
+        "ingressTemplate": loose,
+        "labels": loose,
+        "parentRefs": array({"type": "object"}),
+    }
+    not_usable = "Stored, but not usable here (the Issuer is Ready=False SolverNotUsable)."
     http01 = obj(
         {
-            key: {"type": "object", "maxProperties": 0, "nullable": True}
-            for key in ("ingress", "gatewayHTTPRoute")
+            "ingress": obj(
+                only(acme_spec.HTTP01_INGRESS_FIELDS, settings),
+                nullable=True,
+                description=f"cert-manager's Ingress settings. {not_usable}",
+            ),
+            "gatewayHTTPRoute": obj(
+                only(acme_spec.HTTP01_GATEWAY_FIELDS, settings),
+                nullable=True,
+                description=f"cert-manager's HTTPRoute settings. {not_usable}",
+            ),
         },
-        description="This console answers HTTP-01 itself: {}.",
+        description="This console answers HTTP-01 itself: {} (or an empty ingress block).",
     )
     return obj(
         {

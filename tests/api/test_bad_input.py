@@ -312,15 +312,15 @@ ISSUER_CASES = [
         "no acme-dns provider",
     ),
     (
-        "acme-ingress-class",
+        "acme-ingress-unknown-key",
         {
             "acme": {
                 "server": "https://a.test",
-                "solvers": [{"http01": {"ingress": {"class": "nginx"}}}],
+                "solvers": [{"http01": {"ingress": {"ingressClass": "nginx"}}}],
             }
         },
-        "spec.acme.solvers[0].http01.ingress",
-        "http01: {}",
+        "spec.acme.solvers[0].http01.ingress.ingressClass",
+        "unsupported field",
     ),
     (
         "acme-tsig-algorithm",

@@ -269,6 +269,40 @@ VALID: list[tuple[str, dict[str, Any]]] = [
         "CertificateSpec",
         {"commonName": "x", "issuerRef": {"name": "ss"}, "renewBeforePercentage": 30},
     ),
+    # cert-manager's documented HTTP-01 cluster settings: stored (and reported not usable).
+    (
+        "IssuerSpec",
+        {
+            "acme": {
+                "server": "https://acme-v02.api.letsencrypt.org/directory",
+                "solvers": [
+                    {"http01": {"ingress": {"ingressClassName": "nginx"}}},
+                    {
+                        "http01": {
+                            "ingress": {
+                                "class": "nginx",
+                                "name": "web",
+                                "serviceType": "ClusterIP",
+                                "podTemplate": {"spec": {"nodeSelector": {"a": "b"}}},
+                                "ingressTemplate": {"metadata": {"annotations": {"x": "y"}}},
+                            }
+                        }
+                    },
+                    {
+                        "http01": {
+                            "gatewayHTTPRoute": {
+                                "parentRefs": [
+                                    {"name": "gw", "namespace": "gw", "kind": "Gateway"}
+                                ],
+                                "labels": {"app": "acme"},
+                                "serviceType": "NodePort",
+                            }
+                        }
+                    },
+                ],
+            }
+        },
+    ),
 ]
 # Specs refused for their shape; each must be outside the schema too.
 INVALID: list[tuple[str, dict[str, Any]]] = [
@@ -284,6 +318,32 @@ INVALID: list[tuple[str, dict[str, Any]]] = [
     ("IssuerSpec", {"acme": {"server": "https://x", "solvers": [{"http01": {}, "dns01": {}}]}}),
     ("IssuerSpec", {"acme": {"server": "https://x", "solvers": [{"dns01": {"acmeDNS": {}}}]}}),
     ("IssuerSpec", {"acme": {"server": "https://x", "disableAccountKeyGeneration": True}}),
+    (
+        "IssuerSpec",
+        {"acme": {"server": "https://x", "solvers": [{"http01": {"ingress": {"klass": "n"}}}]}},
+    ),
+    (
+        "IssuerSpec",
+        {"acme": {"server": "https://x", "solvers": [{"http01": {"ingress": "nginx"}}]}},
+    ),
+    (
+        "IssuerSpec",
+        {
+            "acme": {
+                "server": "https://x",
+                "solvers": [{"http01": {"gatewayHTTPRoute": {"parentRefs": ["gw"]}}}],
+            }
+        },
+    ),
+    (
+        "IssuerSpec",
+        {
+            "acme": {
+                "server": "https://x",
+                "solvers": [{"http01": {"gatewayHTTPRoute": {"serviceType": "LoadBalancer"}}}],
+            }
+        },
+    ),
     (
         "IssuerSpec",
         {"acme": {"server": "https://x", "solvers": [{"dns01": {"webhook": {"groupName": "g"}}}]}},

@@ -1,4 +1,5 @@
-"""Solvers stored as cert-manager documents them that cannot run here (docs/dns-providers.md).
+"""Solvers stored as cert-manager documents them that cannot run here (docs/dns-providers.md;
+http01 ingress/gatewayHTTPRoute settings: docs/cert-manager-differences.md).
 
 They are kept, not refused, so a manifest applies as written; the ACME Issuer is Ready=False
 with reason SolverNotUsable and a message naming the field and why, until it is changed (or,
@@ -14,6 +15,12 @@ from issuance.acme.solvers.webhook import missing_url
 from issuance.specs.dns_providers import AMBIENT_IDENTITY, unusable
 
 REASON = "SolverNotUsable"
+HTTP01_SELF_SERVED = (
+    "this console answers HTTP-01 itself (at /.well-known/acme-challenge/ or with "
+    "`manage.py http01_solver`): use `http01: {}`"
+)
+# What cert-manager creates in the cluster for each http01 settings block.
+HTTP01_ROUTED_THROUGH = {"ingress": "an Ingress", "gatewayHTTPRoute": "a Gateway API HTTPRoute"}
 
 
 def unusable_solver(solvers: Iterable[Any], path: str = "spec.acme.solvers") -> str | None:
@@ -24,6 +31,26 @@ def unusable_solver(solvers: Iterable[Any], path: str = "spec.acme.solvers") -> 
             problem = unusable_dns01(dns01, f"{path}[{index}].dns01")
             if problem:
                 return problem
+        http01 = solver.get("http01") if isinstance(solver, dict) else None
+        if isinstance(http01, dict):
+            problem = unusable_http01(http01, f"{path}[{index}].http01")
+            if problem:
+                return problem
+    return None
+
+
+def unusable_http01(http01: dict[str, Any], where: str = "http01") -> str | None:
+    """`<field>: <why>` when this http01 block has cert-manager's cluster settings, or None.
+
+    Empty blocks are dropped by the validator; a non-empty one asks for Pods and an Ingress
+    or HTTPRoute that only exist in a cluster.
+    """
+    for key, routed in HTTP01_ROUTED_THROUGH.items():
+        if http01.get(key):
+            return (
+                f"{where}.{key}: cert-manager routes HTTP-01 through {routed} in a Kubernetes "
+                f"cluster; {HTTP01_SELF_SERVED}"
+            )
     return None
 
 
