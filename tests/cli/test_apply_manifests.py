@@ -1,8 +1,8 @@
 """`manage.py apply -f` with cert-manager's documented forms (tests/cli/manifests/, written for
 these tests with the field names of cert-manager's v1.21 API reference): several objects in
 one file in any order, one per file, all or nothing, re-applied as a no-op; what
-`kubectl get -o yaml` adds is ignored with a note; ambient-identity solvers are stored and
-reported as not usable here."""
+`kubectl get -o yaml` adds is ignored with a note; ambient-identity solvers and HTTP-01
+ingress/gatewayHTTPRoute settings are stored and reported as not usable here."""
 
 from __future__ import annotations
 
@@ -248,6 +248,48 @@ def test_ambient_identity_and_webhook_forms_are_stored_and_reported(
         "name": "solver-credentials",
         "key": "api-key",
     }
+
+
+@pytest.mark.django_db
+def test_http01_ingress_and_gateway_forms_are_stored_and_reported() -> None:
+    out, _ = run(MANIFESTS / "http01-cluster-forms.yaml")
+    assert [line.rsplit(" ", 1)[1] for line in out] == ["created"] * 2
+    expected = {
+        "letsencrypt-nginx": "spec.acme.solvers[0].http01.ingress: cert-manager routes "
+        "HTTP-01 through an Ingress",
+        "gateway-route": "spec.acme.solvers[0].http01.gatewayHTTPRoute: cert-manager routes "
+        "HTTP-01 through a Gateway API HTTPRoute",
+    }
+    for name, start in expected.items():
+        issuer = Issuer.objects.get(name=name)
+        issuer_controller.reconcile(issuer)
+        issuer.refresh_from_db()
+        ready = issuer.get_condition("Ready")
+        assert ready and ready["status"] == "False" and ready["reason"] == "SolverNotUsable"
+        assert ready["message"].startswith(start), ready["message"]
+        assert "manage.py http01_solver" in ready["message"]
+    # Every field kept as written.
+    nginx = Issuer.objects.get(name="letsencrypt-nginx").spec["acme"]["solvers"][0]
+    assert nginx["http01"]["ingress"] == {
+        "ingressClassName": "nginx",
+        "podTemplate": {"spec": {"nodeSelector": {"kubernetes.io/os": "linux"}}},
+    }
+    route = Issuer.objects.get(name="gateway-route").spec["acme"]["solvers"][0]
+    assert route["http01"]["gatewayHTTPRoute"]["parentRefs"] == [
+        {"name": "gateway", "namespace": "gateway-system", "kind": "Gateway"}
+    ]
+    # Re-applied unchanged: a no-op, the settings compared as stored.
+    again, _ = run(MANIFESTS / "http01-cluster-forms.yaml")
+    assert [line.rsplit(" ", 1)[1] for line in again] == ["unchanged"] * 2, again
+
+
+def test_http01_without_cluster_settings_is_usable() -> None:
+    for http01 in ({}, {"ingress": {}}, {"gatewayHTTPRoute": None}):
+        assert usability.unusable_solver([{"http01": http01}]) is None
+    problem = usability.unusable_solver(
+        [{"http01": {}}, {"http01": {"ingress": {"class": "nginx"}}}]
+    )
+    assert problem is not None and problem.startswith("spec.acme.solvers[1].http01.ingress: ")
 
 
 def test_the_webhook_mapping_makes_the_cert_manager_form_usable(
