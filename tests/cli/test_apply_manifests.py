@@ -284,7 +284,8 @@ def test_http01_ingress_and_gateway_forms_are_stored_and_reported() -> None:
 
 
 def test_http01_without_cluster_settings_is_usable() -> None:
-    for http01 in ({}, {"ingress": {}}, {"gatewayHTTPRoute": None}):
+    usable: list[dict[str, Any]] = [{}, {"ingress": {}}, {"gatewayHTTPRoute": None}]
+    for http01 in usable:
         assert usability.unusable_solver([{"http01": http01}]) is None
     problem = usability.unusable_solver(
         [{"http01": {}}, {"http01": {"ingress": {"class": "nginx"}}}]
