@@ -201,8 +201,9 @@ def test_web_answers_503_while_postgres_is_down_and_recovers(stop: str, e2e_work
 
 def test_a_restart_between_two_requests(e2e_workdir: Path) -> None:
     """Killed and started again while no request came: the pooled connections are all dead
-    and nobody noticed. The next request answers within the limit, 200 or (the connection
-    check met dead connections for a whole pool timeout) 503, and the ones after it 200."""
+    and nobody noticed. The next request answers 200 (having waited for the pool to replace
+    them) or, should the database refuse it too, 503 within the limit; the ones after it
+    200."""
     with serve_on_private_postgres(e2e_workdir) as stack:
         with ThreadPoolExecutor(CLIENTS) as clients:  # several pooled connections
             assert {
@@ -211,7 +212,13 @@ def test_a_restart_between_two_requests(e2e_workdir: Path) -> None:
         stack.pg.kill()
         stack.pg.start()
         first = stack.call("GET", LIST)
-        assert first.seconds < LIMIT and first.status in (200, 503), first
+        # The server is back: the request may wait out the pool's timeout while the pool
+        # replaces its dead connections, then finds the database answering and waits for
+        # the pool again (issuance.pooled_postgresql), a 200 within RECOVERY (2.7 s on a
+        # loaded CI run); a 503 (the database's own connection refused too) within LIMIT.
+        assert (first.status == 200 and first.seconds < RECOVERY) or (
+            first.status == 503 and first.seconds < LIMIT
+        ), first
         back = time.monotonic()
         # Recovered means a whole round succeeds: just after the server returns, a request
         # may still wait out the pool's timeout while the pool replaces dead connections.
